@@ -1,0 +1,414 @@
+"""The Python API: ``kleene.compile(query) -> Query``.
+
+One :class:`Query` object serves both ways of feeding events, with one
+semantics: :meth:`Query.run` evaluates a whole source (a pyarrow Table, an
+iterator of RecordBatches, a pandas DataFrame or an iterable of dicts) from a
+fresh state, while :meth:`Query.push` and :meth:`Query.push_batch` feed
+events incrementally into the query's own state.  Single events are turned
+into one-row batches, so both paths share the vectorized predicate stage and
+give the same complex events.
+
+The pipeline per batch: conform the columns the query reads (bad rows go to
+the bad-row policy), evaluate every atomic predicate vectorized into a bit
+vector per event, then run the engine (:mod:`kleene.runtime.engine`) only on
+the events that can change its state.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Hashable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from kleene.automata.compile import Atoms, compile_pattern
+from kleene.automata.conform import Requirement, conform
+from kleene.automata.determinize import LazyDFA
+from kleene.automata.predicates import PredicateTable
+from kleene.io.badrows import BadRowPolicy
+from kleene.io.timecol import to_nanos
+from kleene.language import ast
+from kleene.language.checks import check
+from kleene.language.errors import DataError, KleeneError, UnsupportedError
+from kleene.language.parser import parse
+from kleene.language.schema import Schema
+from kleene.runtime.engine import Engine, Settings
+from kleene.runtime.store import EventStore
+
+DICT_BATCH = 4096
+"""Events per batch when the source is an iterable of dicts."""
+
+
+class Match(NamedTuple):
+    """A complex event without its events' data: what the engine produces."""
+
+    start: int
+    end: int
+    positions: tuple[int, ...]
+    partition: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class ComplexEvent:
+    """A complex event: its interval, its positions and its events' data.
+
+    ``start`` and ``end`` are the 0-based input positions of its interval,
+    ``positions`` the sorted input positions of its events, ``events`` their
+    attributes (with the event type under the type column's name), and
+    ``partition`` the PARTITION BY key (None without PARTITION BY).
+    """
+
+    start: int
+    end: int
+    positions: tuple[int, ...]
+    events: tuple[dict[str, Any], ...]
+    partition: tuple[Any, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "start": self.start,
+            "end": self.end,
+            "positions": list(self.positions),
+            "events": [dict(e) for e in self.events],
+        }
+        if self.partition is not None:
+            out["partition"] = list(self.partition)
+        return out
+
+
+def compile(  # noqa: A001 - the natural name, as re.compile
+    query: str,
+    schema: Schema | None = None,
+    *,
+    type_column: str = "type",
+    time_column: str | None = None,
+    time_unit: str = "s",
+    on_bad_row: str | BadRowPolicy = "error",
+) -> Query:
+    """Parse, check and compile a CEQL query.
+
+    ``schema`` declares event types and attributes; ``CREATE STREAM``
+    declarations in the query text do the same.  Without either, attributes
+    are checked against the input's columns when the first batch arrives.
+    ``time_column`` (with ``time_unit`` for numeric columns) gives event times
+    for ``WITHIN <duration>`` windows.
+    """
+    program = parse(query)
+    if program.streams:
+        declared = Schema.from_decls(program.streams, query)
+        schema = declared if schema is None else schema
+    check(program.query, query, schema)
+    return Query(
+        program.query,
+        query,
+        schema,
+        type_column=type_column,
+        time_column=time_column,
+        time_unit=time_unit,
+        on_bad_row=on_bad_row,
+    )
+
+
+class Query:
+    """A compiled CEQL query, ready to run over events."""
+
+    def __init__(
+        self,
+        query: ast.Query,
+        source: str,
+        schema: Schema | None,
+        *,
+        type_column: str,
+        time_column: str | None,
+        time_unit: str,
+        on_bad_row: str | BadRowPolicy,
+    ) -> None:
+        self.ast = query
+        self.text = source
+        self.schema = schema
+        self.type_column = type_column
+        self.time_column = time_column
+        self.time_unit = time_unit
+        self._policy_spec = on_bad_row
+
+        self.atoms = Atoms()
+        self.atoms.collect(query.where)
+        items = query.select.items
+        projection = None if items is None else frozenset(i.var for i in items)
+        self.cea = compile_pattern(query.where, self.atoms, projection)
+        self.predicates = PredicateTable(
+            self.atoms.event_types, self.atoms.preds, type_column=type_column
+        )
+        self.requirements = self._requirements()
+        self.partition_by = tuple(a for group in query.partition_by for a in group)
+        window = query.within
+        if isinstance(window, ast.DurationWindow) and time_column is None:
+            raise UnsupportedError(
+                "a time window needs event times: pass time_column (--time-column)",
+                window.span.line,
+                window.span.column,
+                source,
+            )
+        amount: int | float | None
+        if window is None:
+            amount = None
+        elif isinstance(window, ast.EventsWindow):
+            amount = window.count
+        elif isinstance(window, ast.DurationWindow):
+            amount = window.nanos
+        else:
+            amount = window.amount
+        self.settings = Settings(
+            window=amount,
+            partitioned=bool(self.partition_by),
+            consume=query.consume,
+            limit=query.limit,
+        )
+        self._attrs = self._projected_attributes()
+        self._session = _Session(self)
+
+    # ------------------------------------------------------------ public API
+    @property
+    def bad_rows(self) -> BadRowPolicy:
+        """The bad-row policy of the latest run (or of push/push_batch)."""
+        return self._last.policy
+
+    @property
+    def _last(self) -> _Session:
+        return getattr(self, "_last_session", self._session)
+
+    def run(self, source: Any) -> Iterator[ComplexEvent]:
+        """Evaluate the query over a whole source, from a fresh state."""
+        session = _Session(self)
+        self._last_session = session
+        for batch in _batches(source):
+            yield from session.feed(batch, with_events=True)  # type: ignore[misc]
+
+    def matches(self, source: Any) -> Iterator[Match]:
+        """Like :meth:`run`, but without the events' data (cheaper)."""
+        session = _Session(self)
+        self._last_session = session
+        for batch in _batches(source):
+            yield from session.feed(batch, with_events=False)  # type: ignore[misc]
+
+    def push(self, event: Mapping[str, Any]) -> list[ComplexEvent]:
+        """Feed one event; return the complex events it completes."""
+        return self.push_batch(pa.RecordBatch.from_pylist([dict(event)]))
+
+    def push_batch(self, batch: pa.RecordBatch | pa.Table) -> list[ComplexEvent]:
+        """Feed a batch of events; return the complex events they complete."""
+        self._last_session = self._session
+        out: list[ComplexEvent] = []
+        for b in _batches(batch):
+            out.extend(self._session.feed(b, with_events=True))  # type: ignore[arg-type]
+        return out
+
+    # -------------------------------------------------------------- helpers
+    def _requirements(self) -> dict[str, Requirement]:
+        """Which attributes must be valid on which event types.
+
+        An attribute is required on the events of type R when some transition
+        that reads an R event also tests a predicate reading the attribute.
+        """
+        ntypes = len(self.atoms.event_types)
+        types_of_pred: dict[int, set[str]] = {}
+        for t in self.cea.transitions:
+            types = {n for i, n in enumerate(self.atoms.event_types) if t.mask >> i & 1}
+            for k in range(len(self.atoms.preds)):
+                if t.mask >> (ntypes + k) & 1:
+                    types_of_pred.setdefault(k, set()).update(types)
+        kinds = self.predicates.attributes()
+        req: dict[str, set[str]] = {}
+        for k, pred in enumerate(self.atoms.preds):
+            for attr in _attributes(pred):
+                req.setdefault(attr, set()).update(types_of_pred.get(k, set()))
+        out = {
+            attr: Requirement(kinds.get(attr, "number"), frozenset(types))
+            for attr, types in req.items()
+            if types
+        }
+        window = self.ast.within
+        if isinstance(window, ast.AttrWindow):
+            out[window.attr] = Requirement("number", None)
+        return out
+
+    def _projected_attributes(self) -> tuple[str, ...] | None:
+        """Attributes to show per event (``SELECT a[x, y]``); None for all."""
+        items = self.ast.select.items
+        if not items or any(i.attrs is None for i in items):
+            return None
+        return tuple(dict.fromkeys(a for i in items for a in i.attrs or ()))
+
+
+def _attributes(pred: ast.Pred | ast.Expr) -> set[str]:
+    if isinstance(pred, ast.Attr):
+        return {pred.name}
+    if isinstance(pred, ast.Const):
+        return set()
+    out: set[str] = set()
+    for name in ("left", "right", "operand", "low", "high"):
+        child = getattr(pred, name, None)
+        if child is not None:
+            out |= _attributes(child)
+    return out
+
+
+class _Session:
+    """The evaluation state of one run: engine, input position, time, stored events."""
+
+    def __init__(self, query: Query) -> None:
+        self.query = query
+        self.engine = Engine(LazyDFA(query.cea), query.settings)
+        spec = query._policy_spec
+        self.policy = spec if isinstance(spec, BadRowPolicy) else BadRowPolicy(spec)
+        self.next_row = 0
+        self.last_time: float | None = None
+        self.store = EventStore()
+        self.checked = query.schema is not None
+
+    def feed(self, batch: pa.RecordBatch, *, with_events: bool) -> list[Match] | list[ComplexEvent]:
+        q = self.query
+        n = batch.num_rows
+        positions = np.arange(self.next_row, self.next_row + n, dtype=np.int64)
+        self.next_row += n
+        if n == 0:
+            return []
+        if not self.checked:
+            check(q.ast, q.text, Schema.from_arrow(batch.schema, q.type_column))
+            self.checked = True
+        batch, bad = conform(batch, q.requirements, type_column=q.type_column)
+        keep = np.ones(n, dtype=bool)
+        for row, column, reason in bad:
+            if keep[row]:
+                self._set_aside(batch, row, int(positions[row]), column, reason)
+                keep[row] = False
+        times = self._times(batch, positions, keep)
+        if not keep.all():
+            batch = batch.filter(pa.array(keep))
+            positions = positions[keep]
+            if times is not None:
+                times = times[keep]
+        if batch.num_rows == 0:
+            return []
+        keys = self._keys(batch)
+        bits = q.predicates.evaluate(batch)
+        out: list[Match] = []
+
+        def emit(start: int, end: int, ps: tuple[int, ...], key: Hashable) -> None:
+            out.append(Match(start, end, ps, key))
+
+        pos_list: list[int] = positions.tolist()
+        time_list = times.tolist() if times is not None else None
+        if with_events:
+            max_time = time_list[-1] if time_list is not None else pos_list[-1]
+            self.store.add(batch, positions, max_time)
+        self.engine.run_batch(bits, pos_list, time_list, keys, emit)
+        if not with_events:
+            return out
+        events = [self._materialize(m) for m in out]
+        self.store.release_before(self.engine.tau)
+        return events
+
+    def _set_aside(
+        self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str
+    ) -> None:
+        """Hand a bad row to the policy (which raises in "error" mode)."""
+        if self.policy.mode == "error":
+            raise DataError(f"bad input: {reason}", row=pos, column=column)
+        values = {name: batch.column(j)[row].as_py() for j, name in enumerate(batch.schema.names)}
+        self.policy.handle(pos, column, reason, values)
+
+    def _times(
+        self, batch: pa.RecordBatch, positions: np.ndarray, keep: np.ndarray
+    ) -> np.ndarray | None:
+        """Event times for time and attribute windows; checks they never go back."""
+        q = self.query
+        window = q.ast.within
+        if isinstance(window, ast.DurationWindow):
+            column = q.time_column
+            assert column is not None
+            if column not in batch.schema.names:
+                raise DataError("the time column is missing", column=column)
+            times, bad_mask = to_nanos(batch.column(column), q.time_unit)
+            for row in np.flatnonzero(bad_mask & keep).tolist():
+                self._set_aside(batch, row, int(positions[row]), column, "unreadable timestamp")
+                keep[row] = False
+        elif isinstance(window, ast.AttrWindow):
+            column = window.attr
+            times = batch.column(column).to_numpy(zero_copy_only=False)
+        else:
+            return None
+        last = self.last_time
+        for row in range(len(times)):
+            # Vectorizing this needs care with set-aside rows; the loop is only
+            # over a numpy array and costs little next to evaluation.
+            if not keep[row]:
+                continue
+            t = times[row]
+            if last is not None and t < last:
+                self._set_aside(batch, row, int(positions[row]), column, "timestamp goes backwards")
+                keep[row] = False
+            else:
+                last = t
+        self.last_time = last
+        return times
+
+    def _keys(self, batch: pa.RecordBatch) -> list[Hashable] | None:
+        attrs = self.query.partition_by
+        if not attrs:
+            return None
+        names = batch.schema.names
+        for a in attrs:
+            if a not in names:
+                raise DataError("a PARTITION BY attribute is missing", column=a)
+        columns = [batch.column(a).to_pylist() for a in attrs]
+        return [None if None in key else key for key in zip(*columns)]
+
+    def _materialize(self, m: Match) -> ComplexEvent:
+        attrs = self.query._attrs
+        type_column = self.query.type_column
+        events = []
+        for p in m.positions:
+            row = self.store.event(p)
+            if attrs is not None:
+                row = {k: row.get(k) for k in (type_column, *attrs)}
+            events.append(row)
+        key = m.partition
+        return ComplexEvent(m.start, m.end, m.positions, tuple(events), key)  # type: ignore[arg-type]
+
+
+def _batches(source: Any) -> Iterator[pa.RecordBatch]:
+    """Normalize every supported source into RecordBatches."""
+    if isinstance(source, pa.RecordBatch):
+        yield source
+        return
+    if isinstance(source, pa.Table):
+        yield from source.to_batches()
+        return
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is optional
+        pd = None
+    if pd is not None and isinstance(source, pd.DataFrame):
+        yield from pa.Table.from_pandas(source, preserve_index=False).to_batches()
+        return
+    if isinstance(source, Mapping):
+        raise KleeneError("a single event: use Query.push(event)")
+    if not isinstance(source, Iterable):
+        raise KleeneError(f"cannot read events from {type(source).__name__}")
+    it = iter(source)
+    while True:
+        chunk = list(itertools.islice(it, DICT_BATCH))
+        if not chunk:
+            return
+        if isinstance(chunk[0], pa.RecordBatch):
+            yield from chunk  # an iterator of batches
+            continue
+        if isinstance(chunk[0], pa.Table):
+            for t in chunk:
+                yield from t.to_batches()
+            continue
+        yield pa.RecordBatch.from_pylist([dict(e) for e in chunk])

@@ -1,0 +1,226 @@
+"""CEL formula → CEA, the linear-size construction of the CORE paper's appendix A.
+
+The construction first builds a *VCEA*: transitions carry the set of
+variables that the event read by the transition is bound to.  By induction on
+the formula (``R``, ``AS``, ``FILTER``, ``OR``, ``;``, ``+``) and then:
+
+* a fresh initial state ``q0`` replicates the transitions out of the initial
+  states, so no transition re-enters ``q0`` (runs may start anywhere);
+* a transition is *marked* (•) iff its variable set meets the projected
+  variables (every non-empty set for ``SELECT *``), else unmarked (◦).
+
+Two errata of the printed construction are fixed (see docs/semantics.md): the
+fresh state of ``ψ+`` gets a TRUE/∅ self-loop, exactly like the initial states
+of the right operand of ``;`` (iterations are not contiguous); and the ◦ case
+reads ``L ∩ proj = ∅``.  CORE's contiguous operators ``:`` and ``:+`` are the
+same constructions without those self-loops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kleene.automata.cea import CEA, Transition
+from kleene.language import ast
+
+
+@dataclass(frozen=True, slots=True)
+class _VT:
+    """A VCEA transition: predicate mask and the variables it binds."""
+
+    source: int
+    mask: int
+    labels: frozenset[str]
+    target: int
+
+
+@dataclass(frozen=True)
+class _Fragment:
+    transitions: tuple[_VT, ...]
+    initial: frozenset[int]
+    finals: frozenset[int]
+
+
+class Atoms:
+    """Numbering of the atomic predicates: event types first, then unary predicates.
+
+    The numbering is the bit layout of the predicate bit vectors, shared with
+    :class:`kleene.automata.predicates.PredicateTable`.
+    """
+
+    def __init__(self) -> None:
+        self.event_types: list[str] = []
+        self.preds: list[ast.Pred] = []
+
+    def collect(self, pattern: ast.Pattern) -> None:
+        """Number every event type first, then every distinct predicate."""
+        types: list[str] = []
+        preds: list[ast.Pred] = []
+
+        def walk(p: ast.Pattern) -> None:
+            if isinstance(p, ast.EventType):
+                if p.name not in types:
+                    types.append(p.name)
+            elif isinstance(p, ast.Filter):
+                walk(p.pattern)
+                _filter_preds(p.condition, preds)
+            elif isinstance(p, (ast.As, ast.Iter, ast.Star, ast.NotEvent)):
+                walk(p.pattern)
+            else:
+                walk(p.left)
+                walk(p.right)
+
+        walk(pattern)
+        self.event_types = types
+        self.preds = preds
+
+    def type_mask(self, name: str) -> int:
+        return 1 << self.event_types.index(name)
+
+    def pred_mask(self, pred: ast.Pred) -> int:
+        return 1 << (len(self.event_types) + self.preds.index(pred))
+
+    @property
+    def width(self) -> int:
+        return len(self.event_types) + len(self.preds)
+
+
+def _filter_preds(cond: ast.FilterExpr, out: list[ast.Pred]) -> None:
+    if isinstance(cond, ast.FilterAtom):
+        if cond.pred not in out:
+            out.append(cond.pred)
+    else:
+        _filter_preds(cond.left, out)
+        _filter_preds(cond.right, out)
+
+
+class _Builder:
+    def __init__(self, atoms: Atoms) -> None:
+        self.atoms = atoms
+        self.count = 0
+
+    def state(self) -> int:
+        self.count += 1
+        return self.count - 1
+
+    def build(self, p: ast.Pattern) -> _Fragment:
+        method: Callable[[ast.Pattern], _Fragment] = getattr(self, "_" + type(p).__name__)
+        return method(p)
+
+    def _EventType(self, p: ast.EventType) -> _Fragment:  # noqa: N802 (dispatch on class name)
+        q1, q2 = self.state(), self.state()
+        t = _VT(q1, self.atoms.type_mask(p.name), frozenset({p.name}), q2)
+        return _Fragment((t,), frozenset({q1}), frozenset({q2}))
+
+    def _As(self, p: ast.As) -> _Fragment:  # noqa: N802
+        f = self.build(p.pattern)
+        ts = tuple(
+            _VT(t.source, t.mask, t.labels | {p.var}, t.target) if t.labels else t
+            for t in f.transitions
+        )
+        return _Fragment(ts, f.initial, f.finals)
+
+    def _Filter(self, p: ast.Filter) -> _Fragment:  # noqa: N802
+        cond = p.condition
+        if isinstance(cond, ast.FilterAnd):  # (φ FILTER θ1) FILTER θ2
+            return self.build(ast.Filter(ast.Filter(p.pattern, cond.left), cond.right))
+        if isinstance(cond, ast.FilterOr):  # (φ FILTER θ1) OR (φ FILTER θ2)
+            return self.build(
+                ast.Or(ast.Filter(p.pattern, cond.left), ast.Filter(p.pattern, cond.right))
+            )
+        f = self.build(p.pattern)
+        bit = self.atoms.pred_mask(cond.pred)
+        ts = tuple(
+            _VT(t.source, t.mask | bit, t.labels, t.target) if cond.var in t.labels else t
+            for t in f.transitions
+        )
+        return _Fragment(ts, f.initial, f.finals)
+
+    def _Or(self, p: ast.Or) -> _Fragment:  # noqa: N802
+        a, b = self.build(p.left), self.build(p.right)
+        return _Fragment(a.transitions + b.transitions, a.initial | b.initial, a.finals | b.finals)
+
+    def _Seq(self, p: ast.Seq) -> _Fragment:  # noqa: N802
+        a, b = self.build(p.left), self.build(p.right)
+        ts = list(a.transitions + b.transitions)
+        if not p.contiguous:
+            ts.extend(_VT(i, 0, frozenset(), i) for i in sorted(b.initial))
+        ts.extend(
+            _VT(t.source, t.mask, t.labels, i)
+            for t in a.transitions
+            if t.target in a.finals
+            for i in sorted(b.initial)
+        )
+        return _Fragment(tuple(ts), a.initial, b.finals)
+
+    def _Iter(self, p: ast.Iter) -> _Fragment:  # noqa: N802
+        f = self.build(p.pattern)
+        q = self.state()
+        ts = list(f.transitions)
+        for t in f.transitions:
+            sources = (t.source, q) if t.source in f.initial else (t.source,)
+            targets = (t.target, q) if t.target in f.finals else (t.target,)
+            ts.extend(
+                _VT(s, t.mask, t.labels, d)
+                for s in sources
+                for d in targets
+                if (s, d) != (t.source, t.target)
+            )
+        if not p.contiguous:
+            ts.append(_VT(q, 0, frozenset(), q))
+        return _Fragment(tuple(ts), f.initial, f.finals)
+
+
+def compile_pattern(
+    pattern: ast.Pattern, atoms: Atoms, projection: frozenset[str] | None = None
+) -> CEA:
+    """Compile a CEL pattern to a CEA.
+
+    ``projection`` is the set of SELECTed variables (``None`` for ``*``): an
+    event is marked iff it is bound to one of them.
+    """
+    builder = _Builder(atoms)
+    frag = builder.build(pattern)
+    q0 = builder.state()
+    vts = list(frag.transitions)
+    vts.extend(
+        _VT(q0, t.mask, t.labels, t.target) for t in frag.transitions if t.source in frag.initial
+    )
+
+    def marked(labels: frozenset[str]) -> bool:
+        return bool(labels) if projection is None else bool(labels & projection)
+
+    # Keep only useful states, reachable from q0 and reaching a final state:
+    # runs anywhere else can never output, so they need not be tracked.
+    forward: dict[int, set[int]] = {}
+    backward: dict[int, set[int]] = {}
+    for t in vts:
+        forward.setdefault(t.source, set()).add(t.target)
+        backward.setdefault(t.target, set()).add(t.source)
+    reachable = _closure({q0}, forward)
+    useful = reachable & _closure(set(frag.finals), backward)
+    reachable = useful | {q0}
+    numbering = {s: n for n, s in enumerate(sorted(reachable))}
+    transitions = tuple(
+        sorted(
+            {
+                Transition(numbering[t.source], t.mask, marked(t.labels), numbering[t.target])
+                for t in vts
+                if t.source in reachable and t.target in useful
+            },
+            key=lambda t: (t.source, t.target, t.mask, t.marked),
+        )
+    )
+    finals = frozenset(numbering[s] for s in frag.finals if s in useful)
+    return CEA(len(numbering), transitions, numbering[q0], finals)
+
+
+def _closure(start: set[int], edges: dict[int, set[int]]) -> set[int]:
+    seen, todo = set(start), list(start)
+    while todo:
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen

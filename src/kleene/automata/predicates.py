@@ -1,0 +1,1006 @@
+"""Vectorised evaluation of a query's atomic predicates into per-event bit vectors.
+
+CORE (spec §4, item 1) evaluates every atomic predicate of a query once per
+event and runs the automaton on the resulting bit vector.  kleene does the
+same over a whole columnar batch at a time: each predicate is compiled once,
+in :class:`PredicateTable`'s constructor, into a small tree of nodes whose
+evaluation is a handful of numpy / pyarrow.compute kernels over whole
+columns.  This is the first stage of the hot path, so Python only loops over
+*distinct* values (``LIKE``) or over rows that are genuinely exceptional
+(int64 overflow, integers beyond 2**53 in a true division).
+
+Semantics — those of the reference oracle (:mod:`kleene.reference.predicates`):
+
+* ``+ - *`` and ``%`` on two integers give an integer (exact, as in Python:
+  results beyond int64 are kept as Python ints); ``/`` is true division and
+  always gives a float; an integer mixed with a float gives a float.  ``%``
+  is Python's (the result has the sign of the divisor).
+* Numbers compare by value, exactly, even int64 against float64 (large
+  integers are not rounded).  Strings compare by code point.  Booleans are
+  not numbers; they compare with each other (``False < True``, as Python).
+  Values of different kinds are never equal *and* never unequal: such a
+  comparison is false, also for ``!=``.
+* ``x LIKE 're'`` is a *full* match of an RE2 regular expression (linear
+  time: no catastrophic backtracking).  ``x IN {..}`` is membership by value,
+  ``x IN RANGE(lo, hi)`` is ``lo <= x <= hi``.
+* A value is *undefined* on a row when the column is missing, the value is
+  null or NaN (read or computed, e.g. ``inf - inf``), a division or ``%`` is
+  by zero, or arithmetic meets a non-number.  An atom (comparison, ``LIKE``,
+  ``IN``, ``IN RANGE``) reading an undefined value is **false**, and so is
+  its negated form (``NOT IN``, ``NOT IN RANGE``).  ``NOT``/``AND``/``OR`` are
+  ordinary two-valued logic over atoms, so ``NOT (x > 1)`` is *true* where
+  ``x`` is null.  The engine reports such rows as bad input separately
+  (:mod:`kleene.automata.conform`).
+
+The predicates are typed leniently: a kind conflict (``x LIKE 'a' AND x > 1``)
+just makes some atoms false at run time; rejecting such queries is the job of
+the query checker, which knows the stream's schema.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import re2
+
+from kleene.language import ast
+from kleene.language.errors import KleeneError, QueryError
+
+Kind = Literal["number", "string", "boolean"]
+
+MAX_WIDTH = 64
+"""Bit vectors are uint64: one bit per event type and per predicate."""
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_TWO_63 = float(2**63)
+_EXACT_FLOAT_INT = 2**53
+"""Integers of at most this magnitude convert to float64 without rounding."""
+
+
+class TooManyPredicatesError(KleeneError):
+    """The query needs more than 64 bits (event types + distinct predicates)."""
+
+
+# --------------------------------------------------------------------------
+# Kind inference (for conform: which kind must each attribute have?)
+# --------------------------------------------------------------------------
+
+
+def _const_kind(value: object) -> Kind:
+    # bool is a subclass of int: test it first, so True is never a number.
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "string"
+
+
+_Term = tuple[Literal["kind", "attr"], str]
+"""A statically known kind (``("kind", "number")``) or an attribute name."""
+
+
+class _KindInference:
+    """Union-find over attributes: attributes compared with each other share a kind.
+
+    So ``x == y AND y > 3`` infers that both ``x`` and ``y`` are numbers.  On a
+    conflict the first use wins; the query checker reports conflicts.
+    """
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+        self.kind: dict[str, Kind] = {}
+
+    def find(self, name: str) -> str:
+        self.parent.setdefault(name, name)
+        root = name
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[name] != root:
+            self.parent[name], name = root, self.parent[name]
+        return root
+
+    def unify(self, a: _Term, b: _Term) -> None:
+        if a[0] == "kind":
+            a, b = b, a
+        if a[0] == "kind":
+            return
+        root = self.find(a[1])
+        if b[0] == "kind":
+            self.kind.setdefault(root, b[1])  # type: ignore[arg-type]
+            return
+        other = self.find(b[1])
+        if other != root:
+            self.parent[other] = root
+            if root not in self.kind and other in self.kind:
+                self.kind[root] = self.kind[other]
+
+    def expr(self, e: ast.Expr) -> _Term:
+        if isinstance(e, ast.Const):
+            return ("kind", _const_kind(e.value))
+        if isinstance(e, ast.Attr):
+            self.find(e.name)
+            return ("attr", e.name)
+        if isinstance(e, ast.Neg):
+            self.unify(self.expr(e.operand), ("kind", "number"))
+        elif isinstance(e, ast.BinOp):
+            self.unify(self.expr(e.left), ("kind", "number"))
+            self.unify(self.expr(e.right), ("kind", "number"))
+        else:
+            raise TypeError(f"not an expression: {e!r}")
+        return ("kind", "number")
+
+    def pred(self, p: ast.Pred) -> None:
+        if isinstance(p, ast.Compare):
+            self.unify(self.expr(p.left), self.expr(p.right))
+        elif isinstance(p, ast.Like):
+            self.unify(self.expr(p.operand), ("kind", "string"))
+        elif isinstance(p, ast.InSet):
+            operand = self.expr(p.operand)
+            for v in p.values:
+                self.unify(operand, ("kind", _const_kind(v.value)))
+        elif isinstance(p, ast.InRange):
+            operand = self.expr(p.operand)
+            self.unify(operand, self.expr(p.low))
+            self.unify(operand, self.expr(p.high))
+        elif isinstance(p, ast.PNot):
+            self.pred(p.operand)
+        elif isinstance(p, ast.PAnd | ast.POr):
+            self.pred(p.left)
+            self.pred(p.right)
+        else:
+            raise TypeError(f"not a predicate: {p!r}")
+
+
+# --------------------------------------------------------------------------
+# Runtime values
+# --------------------------------------------------------------------------
+
+# Runtime kinds: 'int' (int64 array, or an object array of Python ints once a
+# result leaves int64), 'float' (float64, NaN always marked invalid), 'str'
+# (a pyarrow string array), 'bool' (numpy bool) and 'null' (undefined on
+# every row: missing column, unsupported type, a constant 1/0 ...).
+_RKind = Literal["int", "float", "str", "bool", "null"]
+_NUMS = ("int", "float")
+
+
+def _dict_parts(arr: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
+    """(distinct values, per-row index into them, row validity) of a string array.
+
+    Dictionary-encoded input is used as is; plain strings are encoded here, so
+    that per-value work (a regex, a set lookup) runs once per distinct value
+    and is broadcast back with a numpy ``take``.
+    """
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    indices = arr.indices
+    valid = _arrow_valid(indices)
+    if valid is not None:
+        indices = indices.fill_null(0)
+    idx = np.asarray(indices).astype(np.intp, copy=False)
+    dictionary = arr.dictionary
+    if dictionary.null_count:  # a dictionary may itself hold nulls
+        valid = _and_valid(valid, np.asarray(dictionary.is_valid())[idx])
+    return dictionary, idx, valid
+
+
+@dataclass(slots=True)
+class _Vec:
+    """An expression's value on every row of a batch, or one constant value.
+
+    ``valid`` is None when every row is valid — the common case, which lets
+    the hot path skip all mask arithmetic.
+    """
+
+    kind: _RKind
+    data: Any
+    valid: np.ndarray | None = None
+    scalar: bool = False
+    parts: tuple[pa.Array, np.ndarray, np.ndarray | None] | None = None
+    """Cached :func:`_dict_parts` of a string column, shared by LIKE/IN/==."""
+
+    def dict_parts(self) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
+        if self.parts is None:
+            self.parts = _dict_parts(self.data)
+        return self.parts
+
+    def is_object(self) -> bool:
+        """An int column holding Python ints beyond int64 (the exact slow path)."""
+        return not self.scalar and self.kind == "int" and self.data.dtype == object
+
+
+_NULL_SCALAR = _Vec("null", None, None, True)
+
+
+def _null(n: int) -> _Vec:
+    return _Vec("null", None, np.zeros(n, bool))
+
+
+def _and_valid(*masks: np.ndarray | None) -> np.ndarray | None:
+    out: np.ndarray | None = None
+    for m in masks:
+        if m is not None:
+            out = m if out is None else out & m
+    return out
+
+
+def _invalidate(valid: np.ndarray | None, bad: np.ndarray) -> np.ndarray | None:
+    if not bad.any():
+        return valid
+    return ~bad if valid is None else valid & ~bad
+
+
+def _row_valid(v: _Vec) -> np.ndarray | None:
+    return None if v.scalar else v.valid
+
+
+def _scalar(value: object) -> _Vec:
+    if isinstance(value, bool):
+        return _Vec("bool", value, None, True)
+    if isinstance(value, int):
+        return _Vec("int", value, None, True)
+    if isinstance(value, float):
+        return _NULL_SCALAR if value != value else _Vec("float", value, None, True)
+    if isinstance(value, str):
+        return _Vec("str", value, None, True)
+    return _NULL_SCALAR
+
+
+def _arrow_valid(arr: pa.Array) -> np.ndarray | None:
+    if arr.null_count == 0:
+        return None
+    return np.asarray(arr.is_valid())
+
+
+def _read_column(arr: pa.Array | pa.ChunkedArray) -> _Vec:
+    """Convert a batch column to the runtime representation of its kind."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        if pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type):
+            parts = _dict_parts(arr)
+            return _Vec("str", arr, parts[2], parts=parts)
+        return _read_column(arr.dictionary_decode())
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _Vec("str", arr, _arrow_valid(arr))
+    if pa.types.is_string_view(t):
+        return _Vec("str", arr.cast(pa.large_string()), _arrow_valid(arr))
+    if pa.types.is_boolean(t):
+        valid = _arrow_valid(arr)
+        return _Vec("bool", np.asarray(arr.fill_null(False) if valid is not None else arr), valid)
+    kind: _RKind
+    if pa.types.is_integer(t) or pa.types.is_temporal(t):
+        kind = "int"
+        try:
+            if not pa.types.is_int64(t):
+                arr = arr.cast(pa.int64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            if not pa.types.is_uint64(t):
+                return _null(len(arr))
+            valid = _arrow_valid(arr)  # uint64 beyond int64: exact Python ints
+            data = np.array(arr.fill_null(0).to_pylist(), dtype=object)
+            return _Vec("int", data, valid)
+    elif pa.types.is_floating(t) or pa.types.is_decimal(t):
+        kind = "float"
+        try:
+            if not pa.types.is_float64(t):
+                arr = arr.cast(pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return _null(len(arr))
+    else:
+        return _null(len(arr))
+    valid = _arrow_valid(arr)
+    data = np.asarray(arr.fill_null(0) if valid is not None else arr)
+    if kind == "float":
+        valid = _invalidate(valid, np.isnan(data))
+    return _Vec(kind, data, valid)
+
+
+# --------------------------------------------------------------------------
+# Arithmetic
+# --------------------------------------------------------------------------
+
+_ARITH: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "%": operator.mod,
+}
+
+
+def _py_value(op: str, a: Any, b: Any) -> Any:
+    """One row's arithmetic in plain Python; None when undefined."""
+    try:
+        r = _ARITH[op](a, b)
+    except (ZeroDivisionError, OverflowError):
+        return None
+    if isinstance(r, float) and r != r:
+        return None
+    return r
+
+
+def _rowwise(op: str, a: _Vec, b: _Vec, n: int, result: _RKind) -> _Vec:
+    """Exact arithmetic row by row: only for Python ints beyond int64."""
+    xs = [a.data] * n if a.scalar else a.data.tolist()
+    ys = [b.data] * n if b.scalar else b.data.tolist()
+    valid = _and_valid(_row_valid(a), _row_valid(b))
+    ok = np.ones(n, bool) if valid is None else valid.copy()
+    out: list[Any] = [0] * n
+    for i in np.flatnonzero(ok):
+        r = _py_value(op, xs[i], ys[i])
+        if r is None:
+            ok[i] = False
+        else:
+            out[i] = r
+    if result == "float":
+        return _Vec("float", np.array(out, dtype=np.float64), None if ok.all() else ok)
+    return _Vec("int", _narrow(np.array(out, dtype=object)), None if ok.all() else ok)
+
+
+def _narrow(obj: np.ndarray) -> np.ndarray:
+    """Back to int64 when every Python int fits again (keeps later ops fast)."""
+    try:
+        return obj.astype(np.int64)
+    except OverflowError:
+        return obj
+
+
+def _as_float(v: _Vec) -> Any:
+    if v.scalar:
+        return float(v.data)
+    return v.data.astype(np.float64) if v.kind == "int" else v.data
+
+
+def _arith(op: str, a: _Vec, b: _Vec, n: int) -> _Vec:
+    if a.kind not in _NUMS or b.kind not in _NUMS:
+        return _NULL_SCALAR if a.scalar and b.scalar else _null(n)
+    if a.scalar and b.scalar:
+        return _scalar(_py_value(op, a.data, b.data))
+    result: _RKind = "int" if a.kind == b.kind == "int" and op != "/" else "float"
+    big = [
+        v for v in (a, b) if v.is_object() or (v.scalar and v.kind == "int" and not _fits(v.data))
+    ]
+    if big:
+        return _rowwise(op, a, b, n, result)
+    valid = _and_valid(_row_valid(a), _row_valid(b))
+    if op in ("/", "%"):
+        if b.scalar:
+            if b.data == 0:
+                return _null(n)
+        else:
+            valid = _invalidate(valid, b.data == 0)
+    with np.errstate(all="ignore"):
+        if result == "int":
+            return _int_arith(op, a, b, n, valid)
+        r = _ARITH[op](_as_float(a), _as_float(b))
+        if op == "/" and a.kind == b.kind == "int":
+            r = _fix_int_division(a, b, r, n)
+    r = np.broadcast_to(r, (n,))
+    return _Vec("float", r, _invalidate(valid, np.isnan(r)))
+
+
+def _fits(value: int) -> bool:
+    return _INT64_MIN <= value <= _INT64_MAX
+
+
+def _int_arith(op: str, a: _Vec, b: _Vec, n: int, valid: np.ndarray | None) -> _Vec:
+    """int64 arithmetic; rows that overflow are recomputed exactly in Python."""
+    x = np.int64(a.data) if a.scalar else a.data
+    y = np.int64(b.data) if b.scalar else b.data
+    if op == "%":
+        if not b.scalar:
+            y = np.where(y == 0, 1, y)  # those rows are already invalid
+        return _Vec("int", np.broadcast_to(np.remainder(x, y), (n,)), valid)
+    r = _ARITH[op](x, y)
+    if op == "+":
+        over = ((x ^ r) & (y ^ r)) < 0
+    elif op == "-":
+        over = ((x ^ y) & (x ^ r)) < 0
+    else:
+        approx = np.abs(np.multiply(np.float64(x) if a.scalar else x.astype(np.float64), y))
+        over = approx >= 2.0**62  # suspects; confirmed exactly below
+    r, over = np.broadcast_to(r, (n,)), np.broadcast_to(over, (n,))
+    if valid is not None:
+        over = over & valid
+    if not over.any():
+        return _Vec("int", r, valid)
+    xs, ys = np.broadcast_to(x, (n,)), np.broadcast_to(y, (n,))
+    exact = r.astype(object)
+    for i in np.flatnonzero(over):
+        exact[i] = _ARITH[op](int(xs[i]), int(ys[i]))
+    return _Vec("int", _narrow(exact), valid)
+
+
+def _fix_int_division(a: _Vec, b: _Vec, r: Any, n: int) -> Any:
+    """Python's int / int is correctly rounded; float(a) / float(b) is not once
+    an operand exceeds 2**53.  Recompute just those rows exactly."""
+    xs = np.broadcast_to(np.int64(a.data) if a.scalar else a.data, (n,))
+    ys = np.broadcast_to(np.int64(b.data) if b.scalar else b.data, (n,))
+    big = (np.abs(xs.astype(np.float64)) > _EXACT_FLOAT_INT) | (
+        np.abs(ys.astype(np.float64)) > _EXACT_FLOAT_INT
+    )
+    if not big.any():
+        return r
+    r = np.array(np.broadcast_to(r, (n,)), dtype=np.float64)
+    for i in np.flatnonzero(big):
+        y = int(ys[i])
+        if y != 0:
+            r[i] = int(xs[i]) / y
+    return r
+
+
+def _neg(a: _Vec, n: int) -> _Vec:
+    if a.kind not in _NUMS:
+        return _NULL_SCALAR if a.scalar else _null(n)
+    if a.scalar:
+        return _scalar(-a.data)
+    if a.kind == "float" or a.is_object():
+        return _Vec(a.kind, np.negative(a.data), a.valid)
+    over = a.data == _INT64_MIN
+    if a.valid is not None:
+        over &= a.valid
+    if over.any():  # -(-2**63) leaves int64
+        return _Vec("int", _narrow(np.negative(a.data.astype(object))), a.valid)
+    return _Vec("int", np.negative(a.data), a.valid)
+
+
+# --------------------------------------------------------------------------
+# Comparison
+# --------------------------------------------------------------------------
+
+_CMP: dict[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+_PC_CMP = {
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+    "==": pc.equal,
+    "!=": pc.not_equal,
+}
+
+
+def _cmp_int_float(op: str, i: _Vec, f: _Vec, n: int) -> Any:
+    """``i op f`` for an int ``i`` and a float64 ``f``, exactly.
+
+    Converting an int to float64 rounds above 2**53, but rounding is
+    monotone, so the float comparison is right except where ``float(i) ==
+    f``; only those ties are re-decided with integer arithmetic.
+    """
+    fn = _CMP[op]
+    if i.is_object():  # Python ints vs floats compare exactly, elementwise
+        return fn(i.data, f.data)
+    if i.scalar:
+        c: int = i.data
+        fi = float(c) if abs(c) < 2**1000 else (np.inf if c > 0 else -np.inf)
+        r = fn(fi, f.data)
+        if fi != c:  # |c| > 2**53: fix rows where f equals the rounded c
+            ties = f.data == fi
+            if ties.any():
+                r = np.array(r)
+                r[ties] = fn(c, fi)
+        return r
+    if f.scalar:
+        cf: float = f.data
+        if not -_TWO_63 <= cf < _TWO_63:  # beyond every int64, or infinite
+            return np.full(n, fn(0, 1) if cf > 0 else fn(1, 0))
+        if cf.is_integer():
+            return fn(i.data, np.int64(int(cf)))
+        return fn(i.data.astype(np.float64), cf)  # no int rounds to a fraction
+    fi_arr = i.data.astype(np.float64)
+    r = fn(fi_arr, f.data)
+    ties = fi_arr == f.data
+    if ties.any():
+        ft = f.data[ties]
+        over = ft >= _TWO_63
+        exact = fn(i.data[ties], np.where(over, 0.0, ft).astype(np.int64))
+        exact[over] = fn(0, 1)
+        r[ties] = exact
+    return r
+
+
+def _scalar_np(v: _Vec) -> Any:
+    """A constant as a numpy scalar, so numpy does not upcast columns for it."""
+    if not v.scalar:
+        return v.data
+    if v.kind == "float":
+        return np.float64(v.data)
+    if v.kind == "bool":
+        return np.bool_(v.data)
+    if v.kind == "int" and _fits(v.data):
+        return np.int64(v.data)
+    return v.data  # a Python int beyond int64: numpy compares it exactly
+
+
+def _compare(op: str, a: _Vec, b: _Vec, n: int) -> np.ndarray:
+    """Rows where ``a op b`` is true (false where undefined or kinds differ)."""
+    if a.scalar and b.scalar:
+        same = (a.kind in _NUMS and b.kind in _NUMS) or (a.kind == b.kind != "null")
+        return np.full(n, bool(same and _CMP[op](a.data, b.data)))
+    if a.kind in _NUMS and b.kind in _NUMS:
+        if a.kind == b.kind:
+            val = _CMP[op](_scalar_np(a), _scalar_np(b))
+        elif a.kind == "int":
+            val = _cmp_int_float(op, a, b, n)
+        else:
+            val = _cmp_int_float(_FLIP[op], b, a, n)
+    elif a.kind == b.kind == "str":
+        val = _str_compare(op, a, b, n)
+    elif a.kind == b.kind == "bool":
+        val = _CMP[op](_scalar_np(a), _scalar_np(b))
+    else:
+        return np.zeros(n, bool)
+    val = _rows(val, n)
+    valid = _and_valid(_row_valid(a), _row_valid(b))
+    return val if valid is None else val & valid
+
+
+def _rows(val: Any, n: int) -> np.ndarray:
+    """A comparison result as a bool array of one value per row."""
+    if type(val) is np.ndarray and val.dtype == np.bool_ and val.shape == (n,):
+        return val
+    return np.broadcast_to(np.asarray(val, dtype=bool), (n,))
+
+
+def _str_compare(op: str, a: _Vec, b: _Vec, n: int) -> np.ndarray:
+    if a.scalar or b.scalar:
+        if a.scalar:
+            a, b, op = b, a, _FLIP[op]
+        arr = a.data
+        if pa.types.is_dictionary(arr.type):  # compare the distinct values only
+            dictionary, idx, _ = a.dict_parts()
+            per_value = _bool_numpy(_PC_CMP[op](dictionary, b.data))
+            return per_value[idx] if len(per_value) else np.zeros(n, bool)
+        return _bool_numpy(_PC_CMP[op](arr, b.data))
+    x, y = _plain_strings(a.data), _plain_strings(b.data)
+    if x.type != y.type:
+        x, y = x.cast(pa.large_string()), y.cast(pa.large_string())
+    return _bool_numpy(_PC_CMP[op](x, y))
+
+
+def _plain_strings(arr: pa.Array) -> pa.Array:
+    return arr.dictionary_decode() if pa.types.is_dictionary(arr.type) else arr
+
+
+def _bool_numpy(arr: pa.Array) -> np.ndarray:
+    """Arrow booleans (nulls = false) as a numpy bool array."""
+    if arr.null_count:
+        arr = arr.fill_null(False)
+    return np.asarray(arr)
+
+
+# --------------------------------------------------------------------------
+# Compiled nodes
+# --------------------------------------------------------------------------
+
+
+class _Ctx:
+    """Per-batch memo: one slot per distinct (sub)expression and predicate.
+
+    Nothing outlives the batch, so nothing can go stale.
+    """
+
+    __slots__ = ("batch", "n", "memo", "columns")
+
+    def __init__(self, batch: pa.RecordBatch, slots: int) -> None:
+        self.batch = batch
+        self.n: int = batch.num_rows
+        self.memo: list[Any] = [None] * slots
+        self.columns: dict[str, int] | None = None
+
+
+class _Node:
+    """An expression node computes a :class:`_Vec`, a predicate node a bool array."""
+
+    slot: int = -1
+
+    def get(self, ctx: _Ctx) -> Any:
+        out = ctx.memo[self.slot]
+        if out is None:
+            out = ctx.memo[self.slot] = self.compute(ctx)
+        return out
+
+    def compute(self, ctx: _Ctx) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class _ConstE(_Node):
+    def __init__(self, value: _Vec) -> None:
+        self.value = value
+
+    def get(self, ctx: _Ctx) -> _Vec:
+        return self.value
+
+
+class _AttrE(_Node):
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def compute(self, ctx: _Ctx) -> _Vec:
+        if ctx.columns is None:
+            ctx.columns = {}
+            for index, name in enumerate(ctx.batch.schema.names):
+                ctx.columns.setdefault(name, index)  # a duplicated name: the first wins
+        i = ctx.columns.get(self.name)
+        if i is None:
+            return _null(ctx.n)
+        return _read_column(ctx.batch.column(i))
+
+
+class _ArithE(_Node):
+    def __init__(self, op: str, left: _Node, right: _Node) -> None:
+        self.op, self.left, self.right = op, left, right
+
+    def compute(self, ctx: _Ctx) -> _Vec:
+        return _arith(self.op, self.left.get(ctx), self.right.get(ctx), ctx.n)
+
+
+class _NegE(_Node):
+    def __init__(self, operand: _Node) -> None:
+        self.operand = operand
+
+    def compute(self, ctx: _Ctx) -> _Vec:
+        return _neg(self.operand.get(ctx), ctx.n)
+
+
+class _CompareP(_Node):
+    def __init__(self, op: str, left: _Node, right: _Node) -> None:
+        self.op, self.left, self.right = op, left, right
+
+    def compute(self, ctx: _Ctx) -> np.ndarray:
+        return _compare(self.op, self.left.get(ctx), self.right.get(ctx), ctx.n)
+
+
+class _LikeP(_Node):
+    def __init__(self, operand: _Node, node: ast.Like) -> None:
+        self.operand = operand
+        try:
+            self.regex = re2.compile(node.pattern)
+        except re2.error as exc:
+            span = node.span
+            raise QueryError(
+                f"invalid regular expression {node.pattern!r}: {exc}", span.line, span.column
+            ) from None
+
+    def compute(self, ctx: _Ctx) -> np.ndarray:
+        v = self.operand.get(ctx)
+        n = ctx.n
+        if v.kind != "str":
+            return np.zeros(n, bool)
+        fullmatch = self.regex.fullmatch
+        if v.scalar:
+            return np.full(n, fullmatch(v.data) is not None)
+        dictionary, idx, valid = v.dict_parts()
+        per_value = np.fromiter(
+            (s is not None and fullmatch(s) is not None for s in dictionary.to_pylist()),
+            dtype=bool,
+            count=len(dictionary),
+        )
+        val = per_value[idx] if len(per_value) else np.zeros(n, bool)
+        return val if valid is None else val & valid
+
+
+class _InSetP(_Node):
+    def __init__(self, operand: _Node, values: Sequence[object], negated: bool) -> None:
+        self.operand = operand
+        self.negated = negated
+        nums = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        nums = [v for v in nums if v == v]  # a NaN member matches nothing
+        self.py_nums = frozenset(nums)
+        self.py_strs = frozenset(v for v in values if isinstance(v, str))
+        self.py_bools = frozenset(v for v in values if isinstance(v, bool))
+        # An int64 operand can only equal integral members within int64 ...
+        ints = {int(v) for v in nums if float(v).is_integer() and _fits(int(v))}
+        self.int_set = np.array(sorted(ints), dtype=np.int64)
+        # ... and a float64 operand only members that float64 holds exactly.
+        floats = {float(v) for v in nums if abs(v) < 2**1000 and float(v) == v}
+        self.float_set = np.array(sorted(floats), dtype=np.float64)
+        self.str_set = pa.array(sorted(self.py_strs), pa.string())
+        self.bool_set = np.array(sorted(self.py_bools), dtype=bool)
+
+    def _members(self, kind: str) -> frozenset[Any]:
+        if kind in _NUMS:
+            return self.py_nums
+        return self.py_strs if kind == "str" else self.py_bools
+
+    def compute(self, ctx: _Ctx) -> np.ndarray:
+        v = self.operand.get(ctx)
+        n = ctx.n
+        if v.kind == "null":
+            return np.zeros(n, bool)
+        if v.scalar:
+            return np.full(n, (v.data in self._members(v.kind)) != self.negated)
+        if v.kind == "int":
+            if v.is_object():
+                members = self.py_nums
+                val = np.fromiter((x in members for x in v.data.tolist()), bool, count=n)
+            else:
+                val = np.isin(v.data, self.int_set)
+        elif v.kind == "float":
+            val = np.isin(v.data, self.float_set)
+        elif v.kind == "bool":
+            val = np.isin(v.data, self.bool_set)
+        else:
+            arr = v.data
+            if pa.types.is_dictionary(arr.type):
+                dictionary, idx, _ = v.dict_parts()
+                per_value = _bool_numpy(pc.is_in(dictionary, value_set=self.str_set))
+                val = per_value[idx] if len(per_value) else np.zeros(n, bool)
+            else:
+                val = _bool_numpy(pc.is_in(arr, value_set=self.str_set))
+        if self.negated:
+            val = ~val
+        return val if v.valid is None else val & v.valid
+
+
+class _InRangeP(_Node):
+    def __init__(self, operand: _Node, low: _Node, high: _Node, negated: bool) -> None:
+        self.operand, self.low, self.high, self.negated = operand, low, high, negated
+
+    def compute(self, ctx: _Ctx) -> np.ndarray:
+        x, lo, hi, n = self.operand.get(ctx), self.low.get(ctx), self.high.get(ctx), ctx.n
+        # Comparable kinds (as the oracle: all three the same kind).
+        kinds = {"number" if v.kind in _NUMS else v.kind for v in (x, lo, hi)}
+        if len(kinds) != 1 or "null" in kinds:
+            return np.zeros(n, bool)
+        inside = _compare("<=", lo, x, n) & _compare("<=", x, hi, n)
+        if not self.negated:
+            return inside
+        valid = _and_valid(_row_valid(x), _row_valid(lo), _row_valid(hi))
+        return ~inside if valid is None else ~inside & valid
+
+
+class _NotP(_Node):
+    def __init__(self, operand: _Node) -> None:
+        self.operand = operand
+
+    def compute(self, ctx: _Ctx) -> np.ndarray:
+        return ~self.operand.get(ctx)
+
+
+class _AndP(_Node):
+    def __init__(self, left: _Node, right: _Node) -> None:
+        self.left, self.right = left, right
+
+    def compute(self, ctx: _Ctx) -> np.ndarray:
+        return self.left.get(ctx) & self.right.get(ctx)
+
+
+class _OrP(_Node):
+    def __init__(self, left: _Node, right: _Node) -> None:
+        self.left, self.right = left, right
+
+    def compute(self, ctx: _Ctx) -> np.ndarray:
+        return self.left.get(ctx) | self.right.get(ctx)
+
+
+class _Compiler:
+    """Turns AST nodes into evaluation nodes, sharing equal subtrees.
+
+    AST equality ignores spans, so ``price`` read by three predicates is one
+    node and one column conversion per batch; constant subexpressions are
+    folded here, once.
+    """
+
+    def __init__(self) -> None:
+        self.nodes: dict[Any, _Node] = {}
+        self.slots = 0
+
+    def _intern(self, key: Any, make: Callable[[], _Node]) -> _Node:
+        node = self.nodes.get(key)
+        if node is None:
+            node = make()
+            node.slot = self.slots
+            self.slots += 1
+            self.nodes[key] = node
+        return node
+
+    def expr(self, e: ast.Expr) -> _Node:
+        if isinstance(e, ast.Const):
+            return _ConstE(_scalar(e.value))
+        if isinstance(e, ast.Attr):
+            return self._intern(e, lambda: _AttrE(e.name))
+        if isinstance(e, ast.Neg):
+            inner = self.expr(e.operand)
+            if isinstance(inner, _ConstE):
+                return _ConstE(_neg(inner.value, 1))
+            return self._intern(e, lambda: _NegE(inner))
+        if isinstance(e, ast.BinOp):
+            left, right = self.expr(e.left), self.expr(e.right)
+            if isinstance(left, _ConstE) and isinstance(right, _ConstE):
+                return _ConstE(_arith(e.op, left.value, right.value, 1))
+            return self._intern(e, lambda: _ArithE(e.op, left, right))
+        raise TypeError(f"not an expression: {e!r}")
+
+    def pred(self, p: ast.Pred) -> _Node:
+        if isinstance(p, ast.Compare):
+            left, right = self.expr(p.left), self.expr(p.right)
+            return self._intern(p, lambda: _CompareP(p.op, left, right))
+        if isinstance(p, ast.Like):
+            operand = self.expr(p.operand)
+            return self._intern(p, lambda: _LikeP(operand, p))
+        if isinstance(p, ast.InSet):
+            operand = self.expr(p.operand)
+            values = [v.value for v in p.values]
+            return self._intern(p, lambda: _InSetP(operand, values, p.negated))
+        if isinstance(p, ast.InRange):
+            x, lo, hi = self.expr(p.operand), self.expr(p.low), self.expr(p.high)
+            return self._intern(p, lambda: _InRangeP(x, lo, hi, p.negated))
+        if isinstance(p, ast.PNot):
+            inner = self.pred(p.operand)
+            return self._intern(p, lambda: _NotP(inner))
+        if isinstance(p, ast.PAnd):
+            a, b = self.pred(p.left), self.pred(p.right)
+            return self._intern(p, lambda: _AndP(a, b))
+        if isinstance(p, ast.POr):
+            a, b = self.pred(p.left), self.pred(p.right)
+            return self._intern(p, lambda: _OrP(a, b))
+        raise TypeError(f"not a predicate: {p!r}")
+
+
+# --------------------------------------------------------------------------
+# The table
+# --------------------------------------------------------------------------
+
+
+def _attr_names(preds: Iterable[ast.Pred]) -> list[str]:
+    seen: dict[str, None] = {}
+
+    def expr(e: ast.Expr) -> None:
+        if isinstance(e, ast.Attr):
+            seen.setdefault(e.name, None)
+        elif isinstance(e, ast.Neg):
+            expr(e.operand)
+        elif isinstance(e, ast.BinOp):
+            expr(e.left)
+            expr(e.right)
+
+    def pred(p: ast.Pred) -> None:
+        if isinstance(p, ast.Compare):
+            expr(p.left)
+            expr(p.right)
+        elif isinstance(p, ast.Like | ast.InSet):
+            expr(p.operand)
+        elif isinstance(p, ast.InRange):
+            expr(p.operand)
+            expr(p.low)
+            expr(p.high)
+        elif isinstance(p, ast.PNot):
+            pred(p.operand)
+        elif isinstance(p, ast.PAnd | ast.POr):
+            pred(p.left)
+            pred(p.right)
+
+    for p in preds:
+        pred(p)
+    return list(seen)
+
+
+class PredicateTable:
+    """The atomic predicates of one query, one bit each.
+
+    Bit ``i`` (``0 <= i < len(event_types)``) means "the event's type is
+    ``event_types[i]``"; bit ``len(event_types) + k`` means "``preds[k]``
+    holds on the event".  Everything that does not depend on the data —
+    regex compilation, sharing of common subexpressions, constant folding,
+    the type lookup — is done here once, so that :meth:`evaluate` on a 1-row
+    batch (how single pushed events are evaluated) stays cheap.
+    """
+
+    def __init__(
+        self,
+        event_types: Sequence[str],
+        preds: Sequence[ast.Pred],
+        *,
+        type_column: str = "type",
+    ) -> None:
+        self.event_types: tuple[str, ...] = tuple(event_types)
+        self.preds: tuple[ast.Pred, ...] = tuple(preds)
+        self.type_column = type_column
+        self.width: int = len(self.event_types) + len(self.preds)
+        if self.width > MAX_WIDTH:
+            raise TooManyPredicatesError(
+                f"query has too many distinct predicates: {len(self.event_types)} event "
+                f"types and {len(self.preds)} predicates need {self.width} bits, "
+                f"but at most {MAX_WIDTH} are supported"
+            )
+
+        inference = _KindInference()
+        for p in self.preds:
+            inference.pred(p)
+        self.read_attributes: tuple[str, ...] = tuple(_attr_names(self.preds))
+        """Every attribute some predicate reads, in order of first use."""
+        self._kinds: dict[str, str] = {}
+        for name in self.read_attributes:
+            kind = inference.kind.get(inference.find(name))
+            if kind is not None:
+                self._kinds[name] = kind
+
+        compiler = _Compiler()
+        self._roots = [compiler.pred(p) for p in self.preds]
+        self._slots = compiler.slots
+        self._shifts = [np.uint64(len(self.event_types) + k) for k in range(len(self.preds))]
+
+        # Type bits: one mask per distinct name (a name listed twice sets both bits);
+        # the extra last entry (0) is where unknown and null types land.
+        masks: dict[str, int] = {}
+        for i, name in enumerate(self.event_types):
+            masks[name] = masks.get(name, 0) | (1 << i)
+        self._type_mask_of = masks
+        self._type_names = pa.array(list(masks), pa.string())
+        self._type_masks = np.array([*masks.values(), 0], dtype=np.uint64)
+
+    def attributes(self) -> dict[str, str]:
+        """Attribute -> the kind (``'number'``, ``'string'``, ``'boolean'``) its use implies.
+
+        Kinds flow through comparisons between attributes (``x == y AND y > 1``
+        makes both numbers).  An attribute only ever compared with attributes
+        of unknown kind has no inferable kind and is left out; it is still in
+        :attr:`read_attributes`, and compares by its column's runtime type.
+        """
+        return dict(self._kinds)
+
+    def evaluate(self, batch: pa.RecordBatch) -> np.ndarray:
+        """One uint64 bit vector per row of ``batch``."""
+        out = self._type_bits(batch)
+        if self._roots:
+            ctx = _Ctx(batch, self._slots)
+            for root, shift in zip(self._roots, self._shifts, strict=True):
+                out |= root.get(ctx).astype(np.uint64) << shift
+        return out
+
+    def _type_bits(self, batch: pa.RecordBatch) -> np.ndarray:
+        n = batch.num_rows
+        if not self.event_types:
+            return np.zeros(n, np.uint64)
+        i = batch.schema.get_field_index(self.type_column)
+        if i < 0:  # missing, or a duplicated name: take the first
+            names = batch.schema.names
+            if self.type_column not in names:
+                return np.zeros(n, np.uint64)
+            i = names.index(self.type_column)
+        col = batch.column(i)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        none = len(self._type_masks) - 1
+        if n == 1:  # a single pushed event: skip the kernels
+            name = col[0].as_py()
+            if name is not None and not isinstance(name, str):
+                name = pa.scalar(name).cast(pa.string()).as_py()
+            return np.array([self._type_mask_of.get(name, 0) if name is not None else 0], np.uint64)
+        if pa.types.is_dictionary(col.type):  # look up the distinct names only
+            dictionary, idx, valid = _dict_parts(col)
+            if not _is_string(dictionary.type):
+                dictionary = dictionary.cast(pa.string())
+            pos = pc.index_in(dictionary, value_set=self._type_names).fill_null(none)
+            per_value = self._type_masks[np.asarray(pos).astype(np.intp)]
+            out = per_value[idx] if len(per_value) else np.zeros(n, np.uint64)
+            if valid is not None:
+                out[~valid] = 0
+            return out
+        if not _is_string(col.type):
+            try:
+                col = col.cast(pa.string())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return np.zeros(n, np.uint64)
+        pos = pc.index_in(col, value_set=self._type_names).fill_null(none)
+        return self._type_masks[np.asarray(pos).astype(np.intp)]
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))

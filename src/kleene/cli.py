@@ -1,0 +1,363 @@
+"""The ``kleene`` command: run a CEQL query over a file, print complex events as JSON Lines.
+
+::
+
+    kleene run QUERY --input FILE [--output OUT.jsonl] [--format csv|jsonl|parquet]
+               [--time-column COL] [--time-unit s|ms|us|ns] [--type-column COL]
+               [--on-bad-row error|skip|quarantine [FILE]] [--quarantine FILE]
+               [--batch-size N] [--no-progress]
+
+Exit codes are part of the interface, so that scripts can tell a mistake in
+the query (2: fix the query; the message shows a caret under the offending
+text) from a problem with the data (3: fix or filter the input, or rerun with
+``--on-bad-row skip``) from anything else (1).  Results go to stdout (or
+``--output``), everything for humans goes to stderr, so piping the output
+into another tool is always safe.  With ``--output``, results are written to
+a temporary file that replaces OUT only when the run succeeds: a failed run
+never leaves a truncated result that looks complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+
+import kleene
+from kleene.io.badrows import BadRowPolicy
+from kleene.io.readers import count_rows, read_batches
+from kleene.io.writers import JsonlWriter
+from kleene.language.errors import DataError, QueryError
+
+EXIT_OK, EXIT_OTHER, EXIT_QUERY, EXIT_DATA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+class UsageError(Exception):
+    """A problem with the command line itself (exit code 2, like argparse's own errors)."""
+
+
+# ------------------------------------------------------------------ parsing
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kleene",
+        description="Complex event recognition: run CEQL queries over event files.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run = commands.add_parser(
+        "run",
+        help="run a query over a file and print its complex events as JSON Lines",
+        description=(
+            "Run a CEQL query over a CSV, JSON Lines or Parquet file. Prints one JSON object per "
+            "complex event (start, end, positions, events, partition), in order of end position. "
+            "Exit codes: 0 ok, 1 other error, 2 bad query, 3 bad input."
+        ),
+    )
+    run.add_argument("query", metavar="QUERY", help="CEQL text, a path to a .ceql file, or - to read it from stdin")
+    run.add_argument("--input", "-i", required=True, metavar="FILE", help="events: .csv, .jsonl/.ndjson/.json or .parquet")
+    run.add_argument("--output", "-o", default="-", metavar="OUT", help="where to write complex events (default: stdout)")
+    run.add_argument(
+        "--format",
+        choices=["csv", "jsonl", "json", "ndjson", "parquet"],
+        help="input format (default: from the file extension)",
+    )
+    run.add_argument("--time-column", metavar="COL", help="timestamp column, for time windows (WITHIN n seconds)")
+    run.add_argument(
+        "--time-unit",
+        choices=["s", "ms", "us", "ns"],
+        default="s",
+        help="unit of a numeric time column (default: s)",
+    )
+    run.add_argument("--type-column", default="type", metavar="COL", help="column holding the event type (default: type)")
+    run.add_argument(
+        "--on-bad-row",
+        nargs="+",
+        metavar=("{error,skip,quarantine}", "FILE"),
+        help=(
+            "what to do with a row the query cannot evaluate (null, NaN, wrong type, missing "
+            "attribute, time going backwards): error (default: stop, exit 3), skip (set it aside "
+            "and count it), quarantine FILE (also write it to FILE as JSON Lines)"
+        ),
+    )
+    run.add_argument("--quarantine", metavar="FILE", help="file for quarantined rows (implies --on-bad-row quarantine)")
+    run.add_argument("--batch-size", type=_positive_int, default=65536, metavar="N", help="rows per batch read (default: 65536)")
+    run.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("kleene")
+    except Exception:  # noqa: BLE001 - not installed as a distribution: still report something
+        return "unknown"
+
+
+def bad_row_policy(on_bad_row: Sequence[str] | None, quarantine: str | None) -> BadRowPolicy:
+    """Build the policy from ``--on-bad-row MODE [FILE]`` and ``--quarantine FILE``."""
+    words = list(on_bad_row or [])
+    if len(words) > 2:
+        raise UsageError("--on-bad-row takes a mode and, for quarantine, a file")
+    mode = words[0] if words else ("quarantine" if quarantine else "error")
+    if mode not in ("error", "skip", "quarantine"):
+        raise UsageError(f"--on-bad-row: unknown mode {mode!r} (choose error, skip or quarantine)")
+    target = words[1] if len(words) == 2 else None
+    if target is not None and mode != "quarantine":
+        raise UsageError(f"--on-bad-row {mode} takes no file")
+    if target is not None and quarantine is not None and target != quarantine:
+        raise UsageError("two different quarantine files given")
+    target = target or quarantine
+    if mode == "quarantine" and target is None:
+        raise UsageError("--on-bad-row quarantine needs a file: --on-bad-row quarantine FILE")
+    if mode != "quarantine" and quarantine is not None:
+        raise UsageError(f"--quarantine given, but --on-bad-row is {mode}")
+    try:
+        return BadRowPolicy(mode, target)
+    except OSError as exc:
+        raise UsageError(f"cannot write the quarantine file: {exc}") from exc
+
+
+def load_query(arg: str, stdin: IO[str] | None = None) -> str:
+    """QUERY is CEQL text, ``-`` (read stdin), or the path of a file holding the query.
+
+    A word ending in ``.ceql`` that names no file is an error rather than
+    query text: it is a typo in a path far more often than a query.
+    """
+    if arg == "-":
+        return (stdin or sys.stdin).read()
+    if "\n" not in arg and len(arg) < 4096:
+        path = Path(arg)
+        try:
+            is_file = path.is_file()
+        except OSError:
+            is_file = False
+        if is_file:
+            try:
+                return path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise UsageError(f"cannot read query file {arg!r}: {exc}") from exc
+        if path.suffix.lower() == ".ceql":
+            raise UsageError(f"query file {arg!r} does not exist")
+    return arg
+
+
+# ----------------------------------------------------------------- progress
+class Progress:
+    """A one-line progress report on a terminal: rows read, rate, complex events so far.
+
+    It stays silent for the first ``delay`` seconds, so quick runs print
+    nothing but their results, and redraws at most every ``interval`` seconds
+    so it costs nothing measurable.  The total row count (for a percentage)
+    is only computed once the bar is about to appear.
+    """
+
+    def __init__(
+        self,
+        stream: IO[str],
+        total: Callable[[], int | None],
+        events: Callable[[], int],
+        *,
+        delay: float = 1.0,
+        interval: float = 0.2,
+    ) -> None:
+        self.stream = stream
+        self._total_fn = total
+        self._total: int | None = None
+        self._total_known = False
+        self._events = events
+        self.delay = delay
+        self.interval = interval
+        self.started = time.monotonic()
+        self.rows = 0
+        self.shown = False
+        self._last = 0.0
+
+    def track(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Pass batches through, counting a batch's rows once the engine asks for the next one."""
+        for batch in batches:
+            yield batch
+            self.advance(batch.num_rows)
+
+    def advance(self, rows: int) -> None:
+        self.rows += rows
+        now = time.monotonic()
+        if now - self.started >= self.delay and now - self._last >= self.interval:
+            self._last = now
+            self._draw(now)
+
+    def _draw(self, now: float, final: bool = False) -> None:
+        if not self._total_known:
+            self._total_known = True
+            try:
+                self._total = self._total_fn()
+            except Exception:  # noqa: BLE001 - a progress bar must never break a run
+                self._total = None
+        elapsed = max(now - self.started, 1e-9)
+        text = f"{self.rows:,} rows"
+        if self._total:
+            pct = min(100.0, 100.0 * self.rows / self._total)
+            text += f" / {self._total:,} ({pct:.0f}%)"
+        text += f"  {self.rows / elapsed:,.0f} rows/s  {self._events():,} complex events  {elapsed:.1f}s"
+        self.stream.write("\r" + text + "\x1b[K" + ("\n" if final else ""))
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        """Draw the final state (if the bar was ever shown) and end its line."""
+        if self.shown:
+            self._draw(time.monotonic(), final=True)
+
+    def clear(self) -> None:
+        """Erase the bar, e.g. before an error message."""
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
+# ---------------------------------------------------------------------- run
+class _Output:
+    """The JSON Lines sink; a file is written under a temporary name and renamed on success."""
+
+    def __init__(self, target: str) -> None:
+        self.final: Path | None = None
+        self.temp: Path | None = None
+        if target == "-":
+            self.writer = JsonlWriter("-")
+            return
+        self.final = Path(target)
+        try:
+            fd, name = tempfile.mkstemp(prefix=f".{self.final.name}.", suffix=".tmp", dir=self.final.parent)
+        except OSError as exc:
+            raise OSError(f"cannot write {target!r}: {exc.strerror or exc}") from exc
+        os.close(fd)
+        self.temp = Path(name)
+        self.writer = JsonlWriter(self.temp)
+
+    def commit(self) -> None:
+        self.writer.close()
+        if self.temp is not None and self.final is not None:
+            # mkstemp makes the file private (0600); give it the usual permissions.
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(self.temp, 0o666 & ~mask)
+            os.replace(self.temp, self.final)
+            self.temp = None
+
+    def abort(self) -> None:
+        try:
+            self.writer.close()
+        except OSError:
+            pass
+        if self.temp is not None:
+            self.temp.unlink(missing_ok=True)
+
+
+def _run(args: argparse.Namespace, stderr: IO[str]) -> int:
+    query_text = load_query(args.query)
+    policy = bad_row_policy(args.on_bad_row, args.quarantine)
+    with policy:
+        compile_query: Any = getattr(kleene, "compile", None)
+        if compile_query is None:
+            print("kleene: this build has no query engine (kleene.compile is missing)", file=stderr)
+            return EXIT_OTHER
+        query = compile_query(
+            query_text,
+            type_column=args.type_column,
+            time_column=args.time_column,
+            time_unit=args.time_unit,
+            on_bad_row=policy,
+        )
+        batches: Iterable[pa.RecordBatch] = read_batches(args.input, format=args.format, batch_size=args.batch_size)
+        output = _Output(args.output)
+        progress: Progress | None = None
+        if not args.no_progress and _is_tty(stderr):
+            progress = Progress(
+                stderr,
+                total=lambda: count_rows(args.input, format=args.format),
+                events=lambda: output.writer.count,
+            )
+            batches = progress.track(batches)
+        try:
+            write = output.writer.write
+            for event in query.run(batches):
+                write(event)
+            output.commit()
+        except BaseException:
+            if progress is not None:
+                progress.clear()
+            output.abort()
+            raise
+        if progress is not None:
+            progress.close()
+    if policy.count:
+        print(f"kleene: {policy.summary()}", file=stderr)
+    return EXIT_OK
+
+
+def _is_tty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kleene`` command; returns the exit code."""
+    parser = build_parser()
+    stderr = sys.stderr
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error (argparse exits with 2)
+        return exc.code if isinstance(exc.code, int) else EXIT_OTHER
+    if args.command is None:
+        parser.print_help(stderr)
+        return EXIT_QUERY
+    try:
+        return _run(args, stderr)
+    except UsageError as exc:
+        print(f"kleene run: error: {exc}", file=stderr)
+        return EXIT_QUERY
+    except QueryError as exc:
+        print(f"kleene: query error: {exc}", file=stderr)
+        return EXIT_QUERY
+    except DataError as exc:
+        print(f"kleene: input error: {exc}", file=stderr)
+        return EXIT_DATA
+    except KeyboardInterrupt:
+        print("kleene: interrupted", file=stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout went away (e.g. `kleene run ... | head`): stop quietly.
+        # Point stdout at devnull so the interpreter's final flush does not complain.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return EXIT_OTHER
+    except OSError as exc:
+        print(f"kleene: {exc}", file=stderr)
+        return EXIT_OTHER
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

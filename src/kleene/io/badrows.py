@@ -1,0 +1,157 @@
+"""What to do with a bad input row: stop, skip it, or set it aside in a file.
+
+Real event streams contain rows that a query cannot evaluate: an attribute a
+predicate reads is missing or null, a value has the wrong type, a number is
+NaN, a timestamp goes backwards under a time window.  Evaluating such a row
+"somehow" would silently change the complex events a user gets, so the engine
+hands every bad row to a :class:`BadRowPolicy`, which either raises a
+:class:`~kleene.language.errors.DataError` naming the row and the column
+(mode ``"error"``, the default), or sets the row aside and counts it (modes
+``"skip"`` and ``"quarantine"``; the latter also writes the row to a JSON
+Lines file so it can be inspected and replayed).  Nothing is silently dropped:
+:meth:`BadRowPolicy.summary` says how many rows were set aside and why, and
+the CLI prints it on stderr at the end of a run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Literal, cast
+
+from kleene.language.errors import DataError
+
+Mode = Literal["error", "skip", "quarantine"]
+MODES: tuple[Mode, ...] = ("error", "skip", "quarantine")
+
+
+class BadRowPolicy:
+    """Decides the fate of bad rows and keeps count of them.
+
+    ``mode`` is ``"error"``, ``"skip"`` or ``"quarantine"``.  In quarantine
+    mode ``quarantine`` is the file (a path, or an open text stream that the
+    caller owns) that receives one JSON object per bad row::
+
+        {"row": 17, "column": "price", "reason": "null value", "values": {...}}
+
+    A path is truncated when the policy is created, so that a file left over
+    from an earlier run is never mistaken for this run's bad rows.  Use the
+    policy as a context manager, or call :meth:`close`, to flush the file.
+    """
+
+    def __init__(
+        self,
+        mode: Mode | str = "error",
+        quarantine: str | Path | IO[str] | None = None,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown bad-row mode {mode!r}; expected one of {', '.join(MODES)}")
+        self.mode: Mode = cast(Mode, mode)
+        self._stream: IO[str] | None = None
+        self._owns_stream = False
+        self.quarantine_path: Path | None = None
+        if mode == "quarantine":
+            if quarantine is None:
+                raise ValueError("the quarantine mode needs a file to write bad rows to")
+            if isinstance(quarantine, (str, Path)):
+                self.quarantine_path = Path(quarantine)
+                self._stream = open(self.quarantine_path, "w", encoding="utf-8")  # noqa: SIM115
+                self._owns_stream = True
+            else:
+                self._stream = quarantine
+        elif quarantine is not None:
+            raise ValueError(f"a quarantine file only makes sense in the quarantine mode, not {mode!r}")
+        self._rows: set[int] = set()
+        self._reasons: dict[str, int] = {}
+        self.records = 0
+        """Number of calls to :meth:`handle` (a row with two problems counts twice)."""
+
+    @classmethod
+    def coerce(cls, value: BadRowPolicy | str | None) -> BadRowPolicy:
+        """Accept what ``kleene.compile(on_bad_row=...)`` accepts: a policy or a mode name."""
+        if value is None:
+            return cls()
+        if isinstance(value, BadRowPolicy):
+            return value
+        if value == "quarantine":
+            raise ValueError("on_bad_row='quarantine' needs a file: pass BadRowPolicy('quarantine', path)")
+        return cls(value)
+
+    # ------------------------------------------------------------------ use
+    def handle(
+        self,
+        row: int,
+        column: str | None,
+        reason: str,
+        values: dict[str, Any] | None = None,
+    ) -> None:
+        """Deal with one bad row: raise in ``"error"`` mode, otherwise count (and record) it.
+
+        ``row`` is the 0-based input position, ``column`` the attribute at
+        fault (None when the row as a whole is bad), ``reason`` a short
+        lower-case phrase such as ``"null value"`` (it is shown after a count,
+        so keep it free of row-specific details), ``values`` the row's
+        attributes if the caller has them at hand (only quarantine uses them).
+        """
+        key = f"{reason} in {column!r}" if column is not None else reason
+        self._reasons[key] = self._reasons.get(key, 0) + 1
+        self._rows.add(row)
+        self.records += 1
+        if self.mode == "error":
+            raise DataError(reason, row=row, column=column)
+        if self._stream is not None:
+            from kleene.io.writers import dumps_line
+
+            record = {"row": row, "column": column, "reason": reason, "values": values}
+            self._stream.write(dumps_line(record))
+
+    @property
+    def count(self) -> int:
+        """Number of distinct rows set aside (or, in error mode, seen before stopping)."""
+        return len(self._rows)
+
+    @property
+    def reasons(self) -> dict[str, int]:
+        """How many times each ``"<reason> in '<column>'"`` occurred, most frequent first."""
+        return dict(sorted(self._reasons.items(), key=lambda kv: -kv[1]))
+
+    def summary(self) -> str:
+        """One line for humans, e.g. ``3 rows set aside: 2 null value in 'price', 1 NaN in 'volume'``."""
+        n = self.count
+        if n == 0:
+            return "no rows set aside"
+        parts = ", ".join(f"{c} {key}" for key, c in self.reasons.items())
+        noun = "row" if n == 1 else "rows"
+        text = f"{n} {noun} set aside: {parts}"
+        if self.quarantine_path is not None:
+            text += f" (written to {self.quarantine_path})"
+        return text
+
+    # ------------------------------------------------------------ lifecycle
+    def flush(self) -> None:
+        if self._stream is not None:
+            self._stream.flush()
+
+    def close(self) -> None:
+        """Flush the quarantine file, and close it if the policy opened it."""
+        if self._stream is None:
+            return
+        if self._owns_stream:
+            self._stream.close()
+            self._stream = None
+        else:
+            self._stream.flush()
+
+    def __enter__(self) -> BadRowPolicy:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"BadRowPolicy(mode={self.mode!r}, count={self.count})"

@@ -1,0 +1,540 @@
+"""Stream events from CSV, JSON Lines and Parquet files as Arrow record batches.
+
+The engine evaluates predicates column-wise over batches, so input is read as
+:class:`pyarrow.RecordBatch` es, never as one table: a file of any size is
+processed in bounded memory.  Three promises matter to the rest of kleene:
+
+* **One schema.**  Every batch of one file has the same schema, so the engine
+  can compile its predicates once.  Types are inferred, but a column whose
+  values do not all fit one type (numbers and words, say) is kept as strings
+  rather than failing or guessing: the engine then parses the values it needs
+  as numbers and reports the rows whose value is of the wrong type through
+  the bad-row policy (:mod:`kleene.automata.conform`).
+* **Every row keeps its place.**  Row ``i`` of the input (0-based, blank JSON
+  lines and the CSV header not counted) is row ``i`` of the concatenated
+  batches: rows are never dropped or reordered here, because complex events
+  name their events by input position.
+* **Malformed input fails loudly**, with a :class:`DataError` that names the
+  row and the line of the file.
+
+How each format is streamed:
+
+* CSV: :func:`pyarrow.csv.open_csv`.  Arrow fixes each column's type from the
+  first block and fails if a later block disagrees.  So a first pass reads the
+  file and, on such a failure, widens that column (null → int → float →
+  string) and starts over; the batches of the pass that succeeds are kept if
+  they are small (below :data:`BUFFER_BYTES`), and otherwise the file is read
+  a second time with the settled types.  Small files are thus read once;
+  large ones twice, in constant memory.
+* JSON Lines: lines are read in chunks of ``batch_size``; a chunk is parsed
+  by Arrow's JSON reader when it can, and by :mod:`json` line by line when
+  Arrow cannot (mixed types, NaN, a malformed line, which is then located
+  exactly).  The same first-pass/second-pass scheme settles one schema.
+  A ``.json`` file holding one JSON array of objects is accepted too (it is
+  loaded whole).
+* Parquet: :meth:`pyarrow.parquet.ParquetFile.iter_batches`.
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import io
+import json
+import lzma
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any, cast
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.json as pjson
+import pyarrow.parquet as pq
+
+from kleene.language.errors import DataError
+
+FORMATS = ("csv", "jsonl", "parquet")
+_EXTENSIONS = {
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".parq": "parquet",
+}
+_ALIASES = {"json": "jsonl", "ndjson": "jsonl", "jsonlines": "jsonl", "pq": "parquet", "tsv": "csv"}
+_COMPRESSION = (".gz", ".bz2", ".xz")
+
+BUFFER_BYTES = 64 << 20
+"""Up to this many bytes of batches are kept from the first pass (no second read)."""
+
+# CSV cells that mean "no value".  Deliberately short: "NA" or "n/a" may be
+# real strings (a country code, a product name), and "NaN" must stay a float
+# NaN so the bad-row policy can report it as such rather than as a null.
+CSV_NULLS = ["", "null", "NULL"]
+
+
+# ------------------------------------------------------------------ formats
+def detect_format(path: str | Path, format: str | None = None) -> str:
+    """``csv``, ``jsonl`` or ``parquet``: from ``format`` if given, else from the extension."""
+    if format is not None:
+        fmt = _ALIASES.get(format.lower(), format.lower())
+        if fmt not in FORMATS:
+            raise DataError(f"unknown input format {format!r}; expected csv, jsonl or parquet")
+        return fmt
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] in _COMPRESSION:
+        suffixes.pop()
+    if suffixes and suffixes[-1] in _EXTENSIONS:
+        return _EXTENSIONS[suffixes[-1]]
+    raise DataError(
+        f"cannot tell the format of {str(path)!r} from its extension; "
+        "use .csv, .jsonl, .ndjson, .json or .parquet, or pass --format"
+    )
+
+
+def _open_text_source(path: Path) -> IO[bytes]:
+    """The file's bytes, decompressed if its extension says so."""
+    suffix = path.suffix.lower()
+    if suffix == ".gz":
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    if suffix == ".bz2":
+        return cast(IO[bytes], bz2.open(path, "rb"))
+    if suffix == ".xz":
+        return cast(IO[bytes], lzma.open(path, "rb"))
+    return open(path, "rb")  # noqa: SIM115
+
+
+def read_batches(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    batch_size: int = 65536,
+) -> Iterator[pa.RecordBatch]:
+    """Yield the events of ``path`` as record batches of at most ``batch_size`` rows.
+
+    The format comes from the extension (``.csv``, ``.tsv``, ``.jsonl``,
+    ``.ndjson``, ``.json``, ``.parquet``; optionally compressed with ``.gz``,
+    ``.bz2`` or ``.xz`` for the text formats) unless ``format`` says otherwise.
+    A missing file or an unknown format raises :class:`DataError` right away,
+    not at the first ``next()``, so callers can fail before starting work.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be positive")
+    p = Path(path)
+    fmt = detect_format(p, format)
+    if not p.exists():
+        raise DataError(f"input file {str(p)!r} does not exist")
+    if p.is_dir():
+        raise DataError(f"input {str(p)!r} is a directory, not a file")
+    if fmt == "parquet":
+        return _read_parquet(p, batch_size)
+    if fmt == "csv":
+        return _read_csv(p, batch_size)
+    return _read_jsonl(p, batch_size)
+
+
+def read_table(path: str | Path, *, format: str | None = None) -> pa.Table:
+    """The whole file as one table (for small inputs, tests and notebooks)."""
+    batches = list(read_batches(path, format=format))
+    if not batches:
+        return pa.table({})
+    return pa.Table.from_batches(batches)
+
+
+def count_rows(path: str | Path, *, format: str | None = None) -> int | None:
+    """Number of rows of ``path``, cheaply; ``None`` when it cannot be known cheaply.
+
+    Exact for Parquet (file metadata).  For text files it counts newlines
+    (fast, but a full scan; a CSV value spanning lines makes it an
+    overestimate), which is good enough for a progress bar; compressed text
+    files give ``None``.
+    """
+    p = Path(path)
+    try:
+        fmt = detect_format(p, format)
+    except DataError:
+        return None
+    try:
+        if fmt == "parquet":
+            return int(pq.ParquetFile(p).metadata.num_rows)
+        if p.suffix.lower() in _COMPRESSION:
+            return None
+        lines = 0
+        last = b"\n"
+        with open(p, "rb") as f:
+            while block := f.read(1 << 22):
+                lines += block.count(b"\n")
+                last = block[-1:]
+        if last != b"\n":
+            lines += 1
+        return max(lines - 1, 0) if fmt == "csv" else lines
+    except (OSError, pa.ArrowException):
+        return None
+
+
+def _rebatch(batches: Iterator[pa.RecordBatch], batch_size: int) -> Iterator[pa.RecordBatch]:
+    """Cut batches longer than ``batch_size`` (zero-copy slices); drop empty ones."""
+    for batch in batches:
+        n = batch.num_rows
+        if n <= batch_size:
+            if n:
+                yield batch
+            continue
+        for start in range(0, n, batch_size):
+            yield batch.slice(start, batch_size)
+
+
+# ------------------------------------------------------------------ parquet
+def _read_parquet(path: Path, batch_size: int) -> Iterator[pa.RecordBatch]:
+    try:
+        pf = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise DataError(f"cannot read {str(path)!r} as Parquet: {exc}") from exc
+    with pf:
+        try:
+            yield from pf.iter_batches(batch_size=batch_size)
+        except pa.ArrowException as exc:
+            raise DataError(f"cannot read {str(path)!r} as Parquet: {exc}") from exc
+
+
+# ---------------------------------------------------------------------- csv
+_CSV_CONVERSION = re.compile(r"In CSV column #(\d+): .*CSV conversion error to ([^:]+): invalid value '(.*)'", re.S)
+
+
+def _csv_reader(path: Path, batch_size: int, column_types: dict[str, pa.DataType]) -> pcsv.CSVStreamingReader:
+    block = max(1 << 20, min(16 << 20, batch_size * 128))
+    delimiter = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
+    return pcsv.open_csv(
+        path,
+        read_options=pcsv.ReadOptions(block_size=block),
+        parse_options=pcsv.ParseOptions(delimiter=delimiter),
+        convert_options=pcsv.ConvertOptions(
+            column_types=column_types,
+            null_values=CSV_NULLS,
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        ),
+    )
+
+
+def _widen(current: str, value: str) -> pa.DataType:
+    """The next type to try for a CSV column that failed to convert ``value`` to ``current``."""
+    if current == "null":
+        try:
+            int(value)
+            return pa.int64()
+        except ValueError:
+            pass
+    if current in ("null", "int64"):
+        try:
+            float(value)
+            return pa.float64()
+        except ValueError:
+            pass
+    return pa.string()
+
+
+def _read_csv(path: Path, batch_size: int) -> Iterator[pa.RecordBatch]:
+    column_types: dict[str, pa.DataType] = {}
+    for _attempt in range(10_000):
+        kept: list[pa.RecordBatch] | None = []
+        size = 0
+        try:
+            reader = _csv_reader(path, batch_size, column_types)
+            schema = reader.schema
+            for batch in reader:
+                if kept is not None:
+                    kept.append(batch)
+                    size += batch.nbytes
+                    if size > BUFFER_BYTES:
+                        kept = None
+        except pa.ArrowInvalid as exc:
+            match = _CSV_CONVERSION.search(str(exc))
+            if match is None:
+                raise _csv_error(path, exc) from exc
+            names = _csv_header(path)
+            index = int(match.group(1))
+            if index >= len(names):
+                raise _csv_error(path, exc) from exc
+            widened = _widen(match.group(2).strip(), match.group(3))
+            if column_types.get(names[index]) == widened:
+                raise _csv_error(path, exc) from exc
+            column_types[names[index]] = widened
+            continue
+        except pa.ArrowException as exc:
+            raise _csv_error(path, exc) from exc
+        break
+    else:  # pragma: no cover - each retry widens a column, so this cannot loop forever
+        raise DataError(f"cannot settle the column types of {str(path)!r}")
+
+    if kept is not None:
+        yield from _rebatch(iter(kept), batch_size)
+        return
+    settled = {field.name: field.type for field in schema}
+    try:
+        yield from _rebatch(iter(_csv_reader(path, batch_size, settled)), batch_size)
+    except pa.ArrowException as exc:
+        raise _csv_error(path, exc) from exc
+
+
+def _csv_header(path: Path) -> list[str]:
+    with _open_text_source(path) as raw:
+        text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+        delimiter = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
+        return next(csv.reader(text, delimiter=delimiter), [])
+
+
+def _csv_error(path: Path, exc: Exception) -> DataError:
+    """Turn Arrow's CSV error into one that names the line (and row) at fault.
+
+    Arrow's streaming reader does not know line numbers, so on a parse error
+    the file is scanned again with :mod:`csv` to find the first record whose
+    field count differs from the header's.
+    """
+    message = str(exc)
+    if "CSV parse error" in message:
+        try:
+            with _open_text_source(path) as raw:
+                text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+                delimiter = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
+                reader = csv.reader(text, delimiter=delimiter)
+                header = next(reader, [])
+                for row_index, record in enumerate(reader):
+                    if record and len(record) != len(header):
+                        return DataError(
+                            f"malformed CSV on line {reader.line_num} of {str(path)!r}: "
+                            f"expected {len(header)} fields, got {len(record)}",
+                            row=row_index,
+                        )
+        except (OSError, csv.Error):
+            pass
+    return DataError(f"cannot read {str(path)!r} as CSV: {message}")
+
+
+# -------------------------------------------------------------------- jsonl
+Chunk = list[tuple[int, bytes]]  # (1-based line number, line) for the non-blank lines
+
+
+def _line_chunks(path: Path, chunk_rows: int) -> Iterator[Chunk]:
+    """Non-blank lines of a JSON Lines file in chunks, with their line numbers.
+
+    A file whose first character is ``[`` is one JSON array: it is loaded
+    whole and each element becomes a "line" numbered by its 1-based index.
+    """
+    with _open_text_source(path) as f:
+        head = f.read(4096)
+        if head.lstrip()[:1] == b"[":
+            yield from _array_chunks(path, head + f.read(), chunk_rows)
+            return
+        f.seek(0)
+        chunk: Chunk = []
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            chunk.append((number, line.rstrip(b"\r\n")))
+            if len(chunk) >= chunk_rows:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+
+def _array_chunks(path: Path, data: bytes, chunk_rows: int) -> Iterator[Chunk]:
+    try:
+        items = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        where = f" on line {line}" if line else ""
+        raise DataError(f"malformed JSON{where} of {str(path)!r}: {exc}") from exc
+    if not isinstance(items, list):
+        raise DataError(f"{str(path)!r} is neither JSON Lines nor a JSON array of objects")
+    for start in range(0, len(items), chunk_rows):
+        yield [
+            (k + 1, json.dumps(item).encode()) for k, item in enumerate(items[start : start + chunk_rows], start=start)
+        ]
+
+
+def _parse_chunk_arrow(chunk: Chunk) -> pa.Table | None:
+    """The chunk parsed by Arrow's JSON reader, or None if Arrow cannot (the slow path can)."""
+    data = b"\n".join(line for _, line in chunk)
+    try:
+        table = pjson.read_json(
+            io.BytesIO(data),
+            read_options=pjson.ReadOptions(block_size=len(data) + 1, use_threads=True),
+        )
+    except pa.ArrowException:
+        return None
+    if table.num_rows != len(chunk):
+        return None
+    return table
+
+
+def _parse_chunk_python(chunk: Chunk, first_row: int, path: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for offset, (number, line) in enumerate(chunk):
+        try:
+            value = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise DataError(
+                f"malformed JSON on line {number} of {str(path)!r}: {exc}",
+                row=first_row + offset,
+            ) from exc
+        if not isinstance(value, dict):
+            raise DataError(
+                f"line {number} of {str(path)!r} is a JSON {type(value).__name__}, not an object",
+                row=first_row + offset,
+            )
+        rows.append(value)
+    return rows
+
+
+def _python_type(values: list[Any]) -> pa.DataType:
+    """The Arrow type for one column of Python values; mixed kinds give strings."""
+    kinds = {type(v) for v in values if v is not None}
+    if not kinds:
+        return pa.null()
+    if kinds == {bool}:
+        return pa.bool_()
+    if kinds == {int}:
+        if all(-(1 << 63) <= v < (1 << 63) for v in values if v is not None):
+            return pa.int64()
+        return pa.float64()
+    if kinds <= {int, float}:
+        return pa.float64()
+    if kinds == {str}:
+        return pa.string()
+    if kinds <= {dict} or kinds <= {list}:
+        try:
+            return pa.array(values).type
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return pa.string()
+    return pa.string()
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def _column(values: list[Any], typ: pa.DataType) -> pa.Array:
+    if pa.types.is_string(typ):
+        return pa.array([_as_text(v) for v in values], pa.string())
+    if pa.types.is_floating(typ):
+        return pa.array([None if v is None else float(v) for v in values], typ)
+    if pa.types.is_timestamp(typ):
+        # Arrow parsed these from ISO strings in other chunks: parse the same way.
+        return pa.array([_as_text(v) for v in values], pa.string()).cast(typ)
+    return pa.array(values, typ)
+
+
+def _table_from_rows(rows: list[dict[str, Any]], schema: pa.Schema | None) -> pa.Table:
+    names: dict[str, None] = dict.fromkeys(schema.names) if schema is not None else {}
+    for row in rows:
+        for key in row:
+            names.setdefault(key, None)
+    arrays, fields = [], []
+    for name in names:
+        values = [row.get(name) for row in rows]
+        typ = schema.field(name).type if schema is not None and name in schema.names else _python_type(values)
+        arrays.append(_column(values, typ))
+        fields.append(pa.field(name, typ))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _unify_types(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    if a == b:
+        return a
+    if pa.types.is_null(a):
+        return b
+    if pa.types.is_null(b):
+        return a
+    numeric = (pa.types.is_integer, pa.types.is_floating)
+    if any(f(a) for f in numeric) and any(f(b) for f in numeric):
+        return pa.float64()
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b) and a.tz == b.tz:
+        return pa.timestamp("ns", tz=a.tz)
+    return pa.string()
+
+
+def _unify(schema: pa.Schema | None, other: pa.Schema) -> pa.Schema:
+    if schema is None:
+        return other
+    fields = {f.name: f.type for f in schema}
+    for f in other:
+        fields[f.name] = _unify_types(fields[f.name], f.type) if f.name in fields else f.type
+    return pa.schema([pa.field(n, t) for n, t in fields.items()])
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table | None:
+    """``table`` cast to ``schema`` (missing columns null), or None if that would lose text."""
+    arrays = []
+    for field in schema:
+        if field.name not in table.column_names:
+            arrays.append(pa.nulls(table.num_rows, field.type))
+            continue
+        column = table.column(field.name)
+        if column.type != field.type:
+            if pa.types.is_string(field.type) and not pa.types.is_null(column.type):
+                # Casting a parsed number or timestamp back to text would not give
+                # the original text; let the Python path render it instead.
+                return None
+            try:
+                column = column.cast(field.type)
+            except pa.ArrowException:
+                return None
+        arrays.append(column)
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _parse_chunk(chunk: Chunk, first_row: int, path: Path, schema: pa.Schema | None) -> pa.Table:
+    """One chunk as a table (of ``schema`` when given): Arrow if possible, else Python."""
+    table = _parse_chunk_arrow(chunk)
+    if table is not None:
+        if schema is None:
+            return table
+        conformed = _conform(table, schema)
+        if conformed is not None:
+            return conformed
+    rows = _parse_chunk_python(chunk, first_row, path)
+    table = _table_from_rows(rows, schema)
+    return table if schema is None else table.select(schema.names)
+
+
+def _read_jsonl(path: Path, batch_size: int) -> Iterator[pa.RecordBatch]:
+    schema: pa.Schema | None = None
+    kept: list[pa.Table] | None = []
+    size = 0
+    row = 0
+    try:
+        for chunk in _line_chunks(path, batch_size):
+            table = _parse_chunk(chunk, row, path, None)
+            row += len(chunk)
+            schema = _unify(schema, table.schema)
+            if kept is not None:
+                kept.append(table)
+                size += table.nbytes
+                if size > BUFFER_BYTES:
+                    kept = None
+    except OSError as exc:
+        raise DataError(f"cannot read {str(path)!r}: {exc}") from exc
+    if schema is None:
+        return
+    if kept is not None:
+        conformed = [_conform(t, schema) for t in kept]
+        if all(t is not None for t in conformed):
+            for t in conformed:
+                assert t is not None
+                yield from _rebatch(iter(t.to_batches()), batch_size)
+            return
+    # Second pass: parse again, now straight into the settled schema.
+    row = 0
+    for chunk in _line_chunks(path, batch_size):
+        table = _parse_chunk(chunk, row, path, schema)
+        row += len(chunk)
+        yield from _rebatch(iter(table.combine_chunks().to_batches()), batch_size)

@@ -1,0 +1,360 @@
+"""Abstract syntax of CEQL queries (CORE paper §2) as frozen dataclasses.
+
+The tree mirrors the paper's grammar: a query is SELECT / FROM / WHERE (a CEL
+formula, here called a *pattern*) / PARTITION BY / WITHIN / CONSUME BY / LIMIT.
+Every node carries the :class:`Span` of the query text it came from, so that
+semantic checks can raise a :class:`~kleene.language.errors.QueryError`
+pointing at the offending text.  Spans are excluded from equality so that two
+trees parsed from differently formatted text compare equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal as Lit
+
+
+@dataclass(frozen=True)
+class Span:
+    """Position of a node in the query text (1-based line and column)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+NO_SPAN = Span(0, 0, 0, 0)
+
+
+def _span() -> Span:
+    return field(default=NO_SPAN, compare=False, repr=False)
+
+
+# ---------------------------------------------------------------- expressions
+# Arithmetic expressions inside a predicate.  They read attributes of one event.
+
+
+@dataclass(frozen=True)
+class Const:
+    """A literal: int, float, str or bool."""
+
+    value: int | float | str | bool
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Attr:
+    """An attribute of the event the predicate is applied to."""
+
+    name: str
+    span: Span = _span()
+
+
+ArithOp = Lit["+", "-", "*", "/", "%"]
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: ArithOp
+    left: Expr
+    right: Expr
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: Expr
+    span: Span = _span()
+
+
+Expr = Const | Attr | BinOp | Neg
+
+# ----------------------------------------------------------------- predicates
+# Unary predicates (CORE §2): a predicate reads only the event it is applied to.
+
+CompareOp = Lit["<", "<=", ">", ">=", "==", "!="]
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``left op right``; ``=`` is normalised to ``==`` and ``<>`` to ``!=``."""
+
+    op: CompareOp
+    left: Expr
+    right: Expr
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Like:
+    """``expr LIKE 'regex'``: the whole string must match the regex."""
+
+    operand: Expr
+    pattern: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class InSet:
+    """``expr [NOT] IN {v1, v2, ...}``."""
+
+    operand: Expr
+    values: tuple[Const, ...]
+    negated: bool = False
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class InRange:
+    """``expr [NOT] IN RANGE(low, high)``, bounds inclusive."""
+
+    operand: Expr
+    low: Expr
+    high: Expr
+    negated: bool = False
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class PNot:
+    operand: Pred
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class PAnd:
+    left: Pred
+    right: Pred
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class POr:
+    left: Pred
+    right: Pred
+    span: Span = _span()
+
+
+Pred = Compare | Like | InSet | InRange | PNot | PAnd | POr
+
+# -------------------------------------------------------------------- filters
+# ``FILTER x[P] AND y[Q] OR ...``: the CORE paper's footnote 1 reads
+# ``φ FILTER θ1 AND θ2`` as ``(φ FILTER θ1) FILTER θ2`` and
+# ``φ FILTER θ1 OR θ2`` as ``(φ FILTER θ1) OR (φ FILTER θ2)``.
+
+
+@dataclass(frozen=True)
+class FilterAtom:
+    """``var[pred]``: every event bound to ``var`` satisfies ``pred``."""
+
+    var: str
+    pred: Pred
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class FilterAnd:
+    left: FilterExpr
+    right: FilterExpr
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class FilterOr:
+    left: FilterExpr
+    right: FilterExpr
+    span: Span = _span()
+
+
+FilterExpr = FilterAtom | FilterAnd | FilterOr
+
+# ------------------------------------------------------------------- patterns
+# CEL formulas (the WHERE clause).
+
+
+@dataclass(frozen=True)
+class EventType:
+    """An event type ``R`` (optionally ``S>R``); binds the variable ``R``."""
+
+    name: str
+    stream: str | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class As:
+    """``pattern AS var``: ``var`` collects every position of the pattern."""
+
+    pattern: Pattern
+    var: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Filter:
+    pattern: Pattern
+    condition: FilterExpr
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Seq:
+    """``left ; right`` (skip-till-any-match) or ``left : right`` (contiguous)."""
+
+    left: Pattern
+    right: Pattern
+    contiguous: bool = False
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Or:
+    left: Pattern
+    right: Pattern
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Iter:
+    """``pattern+`` (iterations separated by any events) or ``pattern:+``."""
+
+    pattern: Pattern
+    contiguous: bool = False
+    span: Span = _span()
+
+
+# Operators of the full CEL language (CEL thesis §3.3).  They are parsed so
+# that users get a precise "not supported yet" error instead of a syntax error.
+
+
+@dataclass(frozen=True)
+class And:
+    left: Pattern
+    right: Pattern
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class All:
+    left: Pattern
+    right: Pattern
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Unless:
+    left: Pattern
+    right: Pattern
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class NotEvent:
+    """CORE's ``NOT(E [FILTER ...])``."""
+
+    pattern: Pattern
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Star:
+    """Kleene star ``pattern*``."""
+
+    pattern: Pattern
+    span: Span = _span()
+
+
+Pattern = EventType | As | Filter | Seq | Or | Iter | And | All | Unless | NotEvent | Star
+
+# -------------------------------------------------------------------- clauses
+
+Strategy = Lit["ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT"]
+
+
+@dataclass(frozen=True)
+class SelectItem:
+    """``var`` or ``var[attr, ...]`` in the SELECT list."""
+
+    var: str
+    attrs: tuple[str, ...] | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Select:
+    """The SELECT clause.  ``items`` is None for ``*``; empty for ``NONE``."""
+
+    strategy: Strategy = "ALL"
+    items: tuple[SelectItem, ...] | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class EventsWindow:
+    """``WITHIN n EVENTS``: end - start <= n in input positions."""
+
+    count: int
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class DurationWindow:
+    """``WITHIN 1 hours 30 minutes``: time(end) - time(start) <= nanos."""
+
+    nanos: int
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class AttrWindow:
+    """``WITHIN n [attr]``: attr(end) - attr(start) <= n."""
+
+    amount: int | float
+    attr: str
+    span: Span = _span()
+
+
+Window = EventsWindow | DurationWindow | AttrWindow
+
+Consume = Lit["NONE", "ANY", "PARTITION"]
+
+AttrType = Lit["int", "double", "string", "boolean", "primary_time"]
+
+
+@dataclass(frozen=True)
+class EventDecl:
+    """``EVENT BUY { name:string, price:double }`` in a CREATE STREAM."""
+
+    name: str
+    attributes: tuple[tuple[str, AttrType], ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class StreamDecl:
+    """``CREATE STREAM S { EVENT ..., EVENT ... }``."""
+
+    name: str
+    events: tuple[EventDecl, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Query:
+    select: Select
+    streams: tuple[str, ...]
+    where: Pattern
+    partition_by: tuple[tuple[str, ...], ...] = ()
+    within: Window | None = None
+    consume: Consume = "NONE"
+    limit: int | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Program:
+    """A query text: optional stream declarations followed by one query."""
+
+    streams: tuple[StreamDecl, ...]
+    query: Query

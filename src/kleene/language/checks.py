@@ -1,0 +1,337 @@
+"""Semantic checks of a parsed query, before anything is compiled.
+
+The parser accepts every CEQL sentence; this module rejects the ones that
+cannot mean anything (unknown names, a string compared with a number, a
+filter over a variable its pattern never binds, a regex RE2 cannot compile)
+and the ones kleene cannot evaluate yet, each with a :class:`QueryError`
+that points at the offending text.  Running these checks up front means the
+compiler and the runtime never see a malformed query.
+
+Mistakes are reported before unsupported constructs, so that a user first
+learns what is wrong and only then what is missing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import re2
+
+from kleene.language import ast
+from kleene.language.ast import NO_SPAN, Span
+from kleene.language.errors import QueryError, UnsupportedError
+from kleene.language.parser import name_span
+from kleene.language.schema import AttrKind, Schema
+from kleene.language.variables import bound_variables, event_types_of, variable_event_types
+
+__all__ = ["bound_variables", "check", "compile_like"]
+
+_UNSUPPORTED_STRATEGIES = ("NEXT", "LAST", "MAX", "STRICT")
+_UNSUPPORTED_PATTERNS: dict[type, str] = {
+    ast.And: "AND between patterns is not supported yet",
+    ast.All: "ALL between patterns is not supported yet",
+    ast.Unless: "UNLESS between patterns is not supported yet",
+    ast.NotEvent: "NOT(...) patterns are not supported yet",
+    ast.Star: "the Kleene star '*' is not supported yet; use '+' (one or more)",
+}
+_LIMIT_RE = re.compile(r"\blimit\s+(-?\s*\d)", re.IGNORECASE)
+
+
+def compile_like(pattern: str) -> re2._Regexp:
+    """Compile a LIKE regex with RE2 (linear time); raises ``re2.error``."""
+    options = re2.Options()
+    options.log_errors = False
+    return re2.compile(pattern, options)
+
+
+def _known(names: Iterable[str]) -> str:
+    listed = sorted(names)
+    if not listed:
+        return ""
+    shown = ", ".join(listed[:10]) + (", ..." if len(listed) > 10 else "")
+    return f" (known: {shown})"
+
+
+def _kind_of_const(value: object) -> AttrKind:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, str):
+        return "string"
+    return "number"
+
+
+def _a(kind: AttrKind) -> str:
+    return {"number": "a number", "string": "a string", "boolean": "a boolean"}[kind]
+
+
+class _Checker:
+    def __init__(self, source: str, schema: Schema | None) -> None:
+        self.source = source
+        self.schema = schema
+        self.from_types: frozenset[str] | None = None
+
+    def error(self, message: str, span: Span) -> QueryError:
+        return QueryError(message, span.line, span.column, self.source)
+
+    # --------------------------------------------------------------- query
+    def query(self, q: ast.Query) -> None:
+        self.streams(q)
+        self.pattern(q.where)
+        bound = variable_event_types(q.where)
+        self.select(q.select, bound)
+        all_types = event_types_of(q.where)
+        for group in q.partition_by:
+            for attr in group:
+                self.attribute_everywhere(attr, all_types, name_span(attr, q.span), "PARTITION BY")
+        self.window(q, all_types)
+        if q.limit is not None and q.limit < 1:
+            raise self.error(f"LIMIT must be at least 1, not {q.limit}", self.limit_span(q))
+        self.unsupported(q)
+
+    def limit_span(self, q: ast.Query) -> Span:
+        found = list(_LIMIT_RE.finditer(self.source))
+        if not found:
+            return q.span
+        pos = found[-1].start(1)
+        line = self.source.count("\n", 0, pos) + 1
+        column = pos - (self.source.rfind("\n", 0, pos) + 1) + 1
+        return Span(line, column, line, column + 1)
+
+    def streams(self, q: ast.Query) -> None:
+        schema = self.schema
+        if schema is None:
+            return
+        types: set[str] = set()
+        closed = schema.streams_closed
+        for stream in q.streams:
+            if not schema.has_stream(stream):
+                raise self.error(
+                    f"unknown stream {stream!r}{_known(schema.streams or ())}",
+                    name_span(stream, q.span),
+                )
+            carried = schema.stream_event_types(stream)
+            if carried is None:
+                closed = False
+            else:
+                types |= carried
+        if q.streams and closed:
+            self.from_types = frozenset(types)
+
+    # ------------------------------------------------------------ patterns
+    def pattern(self, p: ast.Pattern) -> None:
+        if isinstance(p, ast.EventType):
+            self.event_type(p)
+            return
+        if isinstance(p, ast.Filter):
+            self.pattern(p.pattern)
+            self.filter(p.condition, variable_event_types(p.pattern))
+            return
+        if isinstance(p, ast.As | ast.Iter | ast.Star | ast.NotEvent):
+            self.pattern(p.pattern)
+            return
+        self.pattern(p.left)
+        self.pattern(p.right)
+
+    def event_type(self, e: ast.EventType) -> None:
+        schema = self.schema
+        if schema is None:
+            return
+        if e.stream is not None:
+            if not schema.has_stream(e.stream):
+                raise self.error(
+                    f"unknown stream {e.stream!r}{_known(schema.streams or ())}", e.span
+                )
+            carried = schema.stream_event_types(e.stream)
+            if carried is not None and e.name not in carried:
+                raise self.error(
+                    f"stream {e.stream!r} has no event type {e.name!r}{_known(carried)}", e.span
+                )
+            return
+        if not schema.has_event_type(e.name):
+            raise self.error(
+                f"unknown event type {e.name!r}{_known(schema.event_types)}", e.span
+            )
+        if self.from_types is not None and e.name not in self.from_types:
+            raise self.error(
+                f"event type {e.name!r} is not in the streams of the FROM clause", e.span
+            )
+
+    def filter(self, cond: ast.FilterExpr, bound: dict[str, frozenset[str]]) -> None:
+        if isinstance(cond, ast.FilterAnd | ast.FilterOr):
+            self.filter(cond.left, bound)
+            self.filter(cond.right, bound)
+            return
+        if cond.var not in bound:
+            raise self.error(
+                f"variable {cond.var!r} is not bound by the pattern this FILTER applies to"
+                f"{_known(bound)}",
+                cond.span,
+            )
+        self.pred(cond.pred, cond.var, bound[cond.var])
+
+    # ---------------------------------------------------------- predicates
+    def pred(self, p: ast.Pred, var: str, types: frozenset[str]) -> None:
+        if isinstance(p, ast.PAnd | ast.POr):
+            self.pred(p.left, var, types)
+            self.pred(p.right, var, types)
+        elif isinstance(p, ast.PNot):
+            self.pred(p.operand, var, types)
+        elif isinstance(p, ast.Compare):
+            left = self.expr(p.left, var, types)
+            right = self.expr(p.right, var, types)
+            if left is not None and right is not None and left != right:
+                raise self.error(f"cannot compare {_a(left)} with {_a(right)}", p.span)
+        elif isinstance(p, ast.Like):
+            kind = self.expr(p.operand, var, types)
+            if kind is not None and kind != "string":
+                raise self.error(f"LIKE needs a string, not {_a(kind)}", p.span)
+            try:
+                compile_like(p.pattern)
+            except re2.error as exc:
+                detail = exc.args[0] if exc.args else exc
+                if isinstance(detail, bytes):
+                    detail = detail.decode("utf-8", "replace")
+                raise self.error(f"invalid regular expression in LIKE: {detail}", p.span) from None
+        elif isinstance(p, ast.InSet):
+            kind = self.expr(p.operand, var, types)
+            for value in p.values:
+                vkind = _kind_of_const(value.value)
+                if kind is None:
+                    kind = vkind
+                elif vkind != kind:
+                    span = value.span if value.span != NO_SPAN else p.span
+                    raise self.error(f"IN set mixes {_a(kind)} with {_a(vkind)}", span)
+        elif isinstance(p, ast.InRange):
+            for e in (p.operand, p.low, p.high):
+                self.number(e, var, types, "IN RANGE")
+
+    def number(self, e: ast.Expr, var: str, types: frozenset[str], what: str) -> None:
+        kind = self.expr(e, var, types)
+        if kind is not None and kind != "number":
+            raise self.error(f"{what} needs a number, not {_a(kind)}", e.span)
+
+    def expr(self, e: ast.Expr, var: str, types: frozenset[str]) -> AttrKind | None:
+        if isinstance(e, ast.Const):
+            return _kind_of_const(e.value)
+        if isinstance(e, ast.Attr):
+            return self.attribute(e.name, var, types, e.span)
+        if isinstance(e, ast.BinOp):
+            self.number(e.left, var, types, f"arithmetic '{e.op}'")
+            self.number(e.right, var, types, f"arithmetic '{e.op}'")
+        else:
+            self.number(e.operand, var, types, "unary minus")
+        return "number"
+
+    # ---------------------------------------------------------- attributes
+    def attribute(
+        self, attr: str, var: str, types: frozenset[str], span: Span
+    ) -> AttrKind | None:
+        """Check ``attr`` exists on every event type ``var`` may bind; its kind."""
+        schema = self.schema
+        if schema is None:
+            return None
+        kinds: set[AttrKind] = set()
+        for event_type in sorted(types):
+            attrs = schema.attributes(event_type)
+            if attrs is None:
+                continue
+            if attr not in attrs:
+                who = (
+                    f"event type {event_type!r}"
+                    if var == event_type
+                    else f"event type {event_type!r} (bound to {var!r})"
+                )
+                raise self.error(f"unknown attribute {attr!r}: {who} has no such attribute"
+                                 f"{_known(attrs)}", span)
+            kind = schema.attribute_kind(event_type, attr)
+            if kind is not None:
+                kinds.add(kind)
+        return kinds.pop() if len(kinds) == 1 else None
+
+    def attribute_everywhere(
+        self, attr: str, types: frozenset[str], span: Span, clause: str
+    ) -> AttrKind | None:
+        schema = self.schema
+        if schema is None:
+            return None
+        kinds: set[AttrKind] = set()
+        for event_type in sorted(types):
+            attrs = schema.attributes(event_type)
+            if attrs is None:
+                continue
+            if attr not in attrs:
+                raise self.error(
+                    f"unknown attribute {attr!r} in {clause}: "
+                    f"event type {event_type!r} has no such attribute{_known(attrs)}",
+                    span,
+                )
+            kind = schema.attribute_kind(event_type, attr)
+            if kind is not None:
+                kinds.add(kind)
+        return kinds.pop() if len(kinds) == 1 else None
+
+    # ------------------------------------------------------------- clauses
+    def select(self, s: ast.Select, bound: dict[str, frozenset[str]]) -> None:
+        for item in s.items or ():
+            if item.var not in bound:
+                raise self.error(
+                    f"SELECT variable {item.var!r} is not bound in the pattern{_known(bound)}",
+                    item.span if item.span != NO_SPAN else s.span,
+                )
+            for attr in item.attrs or ():
+                self.attribute(attr, item.var, bound[item.var], name_span(attr, item.span))
+
+    def window(self, q: ast.Query, types: frozenset[str]) -> None:
+        w = q.within
+        if w is None:
+            return
+        span = w.span if w.span != NO_SPAN else q.span
+        if isinstance(w, ast.EventsWindow) and w.count < 0:
+            raise self.error(f"WITHIN {w.count} EVENTS: the window must not be negative", span)
+        if isinstance(w, ast.DurationWindow) and w.nanos < 0:
+            raise self.error("WITHIN: the duration must not be negative", span)
+        if isinstance(w, ast.AttrWindow):
+            if w.amount < 0:
+                raise self.error(f"WITHIN {w.amount} [...]: the window must not be negative", span)
+            kind = self.attribute_everywhere(w.attr, types, name_span(w.attr, span), "WITHIN")
+            if kind is not None and kind != "number":
+                raise self.error(
+                    f"WITHIN [{w.attr}] needs a numeric attribute, not {_a(kind)}",
+                    name_span(w.attr, span),
+                )
+
+    # --------------------------------------------------------- unsupported
+    def unsupported(self, q: ast.Query) -> None:
+        strategy = q.select.strategy
+        if strategy in _UNSUPPORTED_STRATEGIES:
+            span = q.select.span if q.select.span != NO_SPAN else q.span
+            raise UnsupportedError(
+                f"selection strategy {strategy} is not supported yet (ALL and ANY are)",
+                span.line, span.column, self.source,
+            )
+        self.unsupported_pattern(q.where)
+
+    def unsupported_pattern(self, p: ast.Pattern) -> None:
+        message = _UNSUPPORTED_PATTERNS.get(type(p))
+        if message is not None:
+            raise UnsupportedError(message, p.span.line, p.span.column, self.source)
+        if isinstance(p, ast.EventType):
+            return
+        if isinstance(p, ast.As | ast.Filter | ast.Iter):
+            self.unsupported_pattern(p.pattern)
+            return
+        assert isinstance(p, ast.Seq | ast.Or)
+        self.unsupported_pattern(p.left)
+        self.unsupported_pattern(p.right)
+
+
+def check(query: ast.Query, source: str, schema: Schema | None) -> None:
+    """Raise :class:`QueryError` for the first semantic error in ``query``.
+
+    With ``schema`` None only what the query itself shows is checked
+    (bound variables, literal types, regexes, clause values); with a schema,
+    streams, event types and attributes must exist too.  Constructs that
+    parse but cannot be evaluated yet raise :class:`UnsupportedError`.
+    """
+    _Checker(source, schema).query(query)

@@ -1,0 +1,55 @@
+"""Errors raised for bad query text.
+
+A :class:`QueryError` always knows where in the query text the problem is, and
+renders the offending line with a caret under it, so that a user can fix a
+query without guessing.
+"""
+
+from __future__ import annotations
+
+
+class KleeneError(Exception):
+    """Base class of every error kleene raises on purpose."""
+
+
+class QueryError(KleeneError):
+    """A syntax or semantic error in a CEQL query.
+
+    ``line`` and ``column`` are 1-based; ``source`` is the whole query text.
+    ``str(error)`` shows the message, the position, the line and a caret.
+    """
+
+    def __init__(self, message: str, line: int, column: int, source: str = "") -> None:
+        self.message = message
+        self.line = line
+        self.column = column
+        self.source = source
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        head = f"{self.message} (line {self.line}, column {self.column})"
+        lines = self.source.splitlines()
+        if not (1 <= self.line <= len(lines)):
+            return head
+        text = lines[self.line - 1]
+        caret = " " * (max(self.column, 1) - 1) + "^"
+        return f"{head}\n  {text}\n  {caret}"
+
+
+class UnsupportedError(QueryError):
+    """A construct that parses but that this version does not evaluate yet."""
+
+
+class DataError(KleeneError):
+    """Bad input data: names the row (0-based input position) and the column."""
+
+    def __init__(self, message: str, row: int | None = None, column: str | None = None) -> None:
+        self.message = message
+        self.row = row
+        self.column = column
+        where = []
+        if row is not None:
+            where.append(f"row {row}")
+        if column is not None:
+            where.append(f"column {column!r}")
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)

@@ -1,0 +1,435 @@
+"""Parse CEQL text into the :mod:`kleene.language.ast` tree.
+
+The grammar lives in ``grammar.lark`` (LALR(1), so that parsing is fast and a
+syntax error is found at the first token that cannot continue the query).  The
+lark parser is built once per process.  Parse trees are turned into frozen AST
+nodes by :class:`_Builder`, which attaches a :class:`~kleene.language.ast.Span`
+to every node so that later semantic checks can point at the offending text.
+
+Names that the AST stores as plain strings (FROM streams, PARTITION BY and
+WITHIN attributes, projected attributes, declared attributes) are returned as
+:class:`Name`, a ``str`` subclass that also remembers its span; it compares and
+hashes exactly like the plain string.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from importlib import resources
+from typing import Any, get_args
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedInput, VisitError
+from lark.tree import Meta
+
+from kleene.language import ast
+from kleene.language.ast import NO_SPAN, Span
+from kleene.language.errors import QueryError
+from kleene.language.syntax_errors import syntax_error
+
+__all__ = ["Name", "parse", "parse_query", "name_span"]
+
+
+class Name(str):
+    """A name read from the query text, carrying the span it was written at.
+
+    The AST keeps some names as plain ``str`` (e.g. ``Query.partition_by``);
+    using this subclass there lets semantic checks point at the exact name
+    without changing the AST's fields.  ``span`` defaults to ``NO_SPAN`` so
+    that pickling and copying (which call ``Name(value)``) keep working.
+    """
+
+    span: Span
+
+    def __new__(cls, value: str, span: Span = NO_SPAN) -> Name:
+        obj = super().__new__(cls, value)
+        obj.span = span
+        return obj
+
+
+def name_span(name: str, fallback: Span) -> Span:
+    """The span of ``name`` if the parser recorded one, else ``fallback``."""
+    span = getattr(name, "span", NO_SPAN)
+    return span if isinstance(span, Span) and span != NO_SPAN else fallback
+
+
+@functools.cache
+def _lark() -> Lark:
+    grammar = resources.files("kleene.language").joinpath("grammar.lark").read_text("utf-8")
+    return Lark(
+        grammar,
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=False,
+    )
+
+
+@functools.cache
+def _literals() -> dict[str, str]:
+    """Punctuation terminals by name, to show them as written in errors."""
+    return {t.name: t.pattern.value for t in _lark().terminals if t.pattern.type == "str"}
+
+
+def parse(text: str) -> ast.Program:
+    """Parse a CEQL program: optional ``CREATE STREAM`` declarations and one query.
+
+    Raises :class:`QueryError` with the line and column of the first token
+    that cannot continue the query.
+    """
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as exc:
+        raise syntax_error(exc, text, _literals()) from None
+    try:
+        program = _Builder(text).transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, QueryError):
+            raise exc.orig_exc from None
+        raise
+    assert isinstance(program, ast.Program)
+    return program
+
+
+def parse_query(text: str) -> ast.Query:
+    """Parse CEQL text (declarations allowed) and return its query."""
+    return parse(text).query
+
+
+# ---------------------------------------------------------------- helpers
+
+_UNIT_NANOS: dict[str, int] = {
+    "nanosecond": 1,
+    "microsecond": 10**3,
+    "millisecond": 10**6,
+    "second": 10**9,
+    "minute": 60 * 10**9,
+    "hour": 3600 * 10**9,
+    "day": 86400 * 10**9,
+}
+_ATTR_TYPES: tuple[str, ...] = get_args(ast.AttrType)
+_INT_RE = re.compile(r"\d+")
+
+
+def _span(meta: Meta) -> Span:
+    if getattr(meta, "empty", True):
+        return NO_SPAN
+    return Span(meta.line, meta.column, meta.end_line, meta.end_column)
+
+
+def _from(start: Span, meta: Meta) -> Span:
+    """From the start of ``start`` to the end of the node ``meta`` describes."""
+    return Span(start.line, start.column, meta.end_line, meta.end_column)
+
+
+def _tok_span(tok: Token) -> Span:
+    return Span(tok.line or 0, tok.column or 0, tok.end_line or 0, tok.end_column or 0)
+
+
+@dataclass(frozen=True)
+class _Num:
+    """A number literal as written, so that windows can insist on integers."""
+
+    text: str
+    value: int | float
+    span: Span
+
+    @property
+    def is_int(self) -> bool:
+        return isinstance(self.value, int)
+
+
+@dataclass(frozen=True)
+class _Clause:
+    """An optional query clause, tagged so that ``query`` can sort them out."""
+
+    kind: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class _Items:
+    """The SELECT list: None for ``*``, () for NONE."""
+
+    value: tuple[ast.SelectItem, ...] | None
+
+
+@v_args(meta=True)
+class _Builder(Transformer[Token, Any]):
+    """Turns the lark parse tree into AST nodes with spans."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__()
+        self.source = source
+
+    def _error(self, message: str, span: Span) -> QueryError:
+        return QueryError(message, span.line, span.column, self.source)
+
+    def _literal(self, tok: Token, negative: bool = False) -> int | float:
+        text = str(tok)
+        value: int | float = int(text) if _INT_RE.fullmatch(text) else float(text)
+        if isinstance(value, float) and math.isinf(value):
+            raise self._error(f"number {text} is too large", _tok_span(tok))
+        return -value if negative else value
+
+    # ------------------------------------------------------------- program
+    def start(self, meta: Meta, children: list[Any]) -> ast.Program:
+        *decls, query = children
+        return ast.Program(tuple(decls), query)
+
+    def stream_decl(self, meta: Meta, children: list[Any]) -> ast.StreamDecl:
+        name, *events = children
+        return ast.StreamDecl(str(name), tuple(events), _span(meta))
+
+    def event_decl(self, meta: Meta, children: list[Any]) -> ast.EventDecl:
+        name, *rest = children
+        attrs = tuple(rest[0]) if rest else ()
+        return ast.EventDecl(str(name), attrs, _span(meta))
+
+    def attr_decls(self, meta: Meta, children: list[Any]) -> list[Any]:
+        return children
+
+    def attr_decl(self, meta: Meta, children: list[Any]) -> tuple[Name, str]:
+        name, type_name = children
+        kind = str(type_name).lower()
+        if kind not in _ATTR_TYPES:
+            raise self._error(
+                f"unknown attribute type {str(type_name)!r}, expected one of "
+                + ", ".join(_ATTR_TYPES),
+                type_name.span,
+            )
+        return name, kind
+
+    # --------------------------------------------------------------- query
+    def query(self, meta: Meta, children: list[Any]) -> ast.Query:
+        select, *rest = children
+        clauses = {c.kind: c.value for c in rest if isinstance(c, _Clause)}
+        (where,) = [c for c in rest if not isinstance(c, _Clause)]
+        return ast.Query(
+            select=select,
+            streams=clauses.get("from", ()),
+            where=where,
+            partition_by=clauses.get("partition", ()),
+            within=clauses.get("within"),
+            consume=clauses.get("consume", "NONE"),
+            limit=clauses.get("limit"),
+            span=_span(meta),
+        )
+
+    def select(self, meta: Meta, children: list[Any]) -> ast.Select:
+        strategy: ast.Strategy = children[0] if len(children) == 2 else "ALL"
+        items: _Items = children[-1]
+        return ast.Select(strategy, items.value, _span(meta))
+
+    def strategy(self, meta: Meta, children: list[Any]) -> str:
+        return str(children[0]).upper()
+
+    def select_star(self, meta: Meta, children: list[Any]) -> _Items:
+        return _Items(None)
+
+    def select_none(self, meta: Meta, children: list[Any]) -> _Items:
+        return _Items(())
+
+    def select_items(self, meta: Meta, children: list[Any]) -> _Items:
+        return _Items(tuple(children))
+
+    def select_item(self, meta: Meta, children: list[Any]) -> ast.SelectItem:
+        var, *attrs = children
+        return ast.SelectItem(str(var), tuple(attrs) if attrs else None, _span(meta))
+
+    def from_clause(self, meta: Meta, children: list[Any]) -> _Clause:
+        return _Clause("from", tuple(children))
+
+    def partition(self, meta: Meta, children: list[Any]) -> _Clause:
+        return _Clause("partition", tuple(c for c in children if isinstance(c, tuple)))
+
+    def attr_list(self, meta: Meta, children: list[Any]) -> tuple[Name, ...]:
+        return tuple(children)
+
+    # A window's span starts at its number (not at WITHIN), where errors point.
+    def within_events(self, meta: Meta, children: list[Any]) -> _Clause:
+        (num,) = children
+        if not num.is_int:
+            raise self._error(f"WITHIN n EVENTS needs a whole number, not {num.text}", num.span)
+        return _Clause("within", ast.EventsWindow(int(num.value), _from(num.span, meta)))
+
+    def within_duration(self, meta: Meta, children: list[Any]) -> _Clause:
+        total = sum((nanos for nanos, _ in children), Fraction(0))
+        window = ast.DurationWindow(round(total), _from(children[0][1], meta))
+        return _Clause("within", window)
+
+    def duration_part(self, meta: Meta, children: list[Any]) -> tuple[Fraction, Span]:
+        num, unit = children
+        return Fraction(num.text) * _UNIT_NANOS[str(unit).lower().rstrip("s")], num.span
+
+    def within_attr(self, meta: Meta, children: list[Any]) -> _Clause:
+        num, attr = children
+        return _Clause("within", ast.AttrWindow(num.value, attr, _from(num.span, meta)))
+
+    def consume(self, meta: Meta, children: list[Any]) -> _Clause:
+        return _Clause("consume", str(children[0]).upper())
+
+    def limit(self, meta: Meta, children: list[Any]) -> _Clause:
+        (num,) = children
+        if not num.is_int:
+            raise self._error(f"LIMIT needs a whole number, not {num.text}", num.span)
+        return _Clause("limit", int(num.value))
+
+    def pos_num(self, meta: Meta, children: list[Any]) -> _Num:
+        (tok,) = children
+        return _Num(str(tok), self._literal(tok), _span(meta))
+
+    def neg_num(self, meta: Meta, children: list[Any]) -> _Num:
+        (tok,) = children
+        return _Num("-" + str(tok), self._literal(tok, negative=True), _span(meta))
+
+    # ------------------------------------------------------------ patterns
+    def p_event(self, meta: Meta, children: list[Any]) -> ast.EventType:
+        return ast.EventType(str(children[0]), None, _span(meta))
+
+    def p_stream_event(self, meta: Meta, children: list[Any]) -> ast.EventType:
+        stream, name = children
+        return ast.EventType(str(name), str(stream), _span(meta))
+
+    def p_not(self, meta: Meta, children: list[Any]) -> ast.NotEvent:
+        return ast.NotEvent(children[0], _span(meta))
+
+    def p_as(self, meta: Meta, children: list[Any]) -> ast.As:
+        pattern, var = children
+        return ast.As(pattern, str(var), _span(meta))
+
+    def p_plus(self, meta: Meta, children: list[Any]) -> ast.Iter:
+        return ast.Iter(children[0], False, _span(meta))
+
+    def p_cplus(self, meta: Meta, children: list[Any]) -> ast.Iter:
+        return ast.Iter(children[0], True, _span(meta))
+
+    def p_star(self, meta: Meta, children: list[Any]) -> ast.Star:
+        return ast.Star(children[0], _span(meta))
+
+    def p_seq(self, meta: Meta, children: list[Any]) -> ast.Seq:
+        return ast.Seq(children[0], children[1], False, _span(meta))
+
+    def p_cseq(self, meta: Meta, children: list[Any]) -> ast.Seq:
+        return ast.Seq(children[0], children[1], True, _span(meta))
+
+    def p_and(self, meta: Meta, children: list[Any]) -> ast.And:
+        return ast.And(children[0], children[1], _span(meta))
+
+    def p_all(self, meta: Meta, children: list[Any]) -> ast.All:
+        return ast.All(children[0], children[-1], _span(meta))
+
+    def p_unless(self, meta: Meta, children: list[Any]) -> ast.Unless:
+        return ast.Unless(children[0], children[1], _span(meta))
+
+    def p_or(self, meta: Meta, children: list[Any]) -> ast.Or:
+        return ast.Or(children[0], children[1], _span(meta))
+
+    def p_filter(self, meta: Meta, children: list[Any]) -> ast.Filter:
+        return ast.Filter(children[0], children[1], _span(meta))
+
+    # ------------------------------------------------------------- filters
+    def f_atom(self, meta: Meta, children: list[Any]) -> ast.FilterAtom:
+        var, pred = children
+        return ast.FilterAtom(str(var), pred, _span(meta))
+
+    def f_and(self, meta: Meta, children: list[Any]) -> ast.FilterAnd:
+        return ast.FilterAnd(children[0], children[1], _span(meta))
+
+    def f_or(self, meta: Meta, children: list[Any]) -> ast.FilterOr:
+        return ast.FilterOr(children[0], children[1], _span(meta))
+
+    # ---------------------------------------------------------- predicates
+    def pr_or(self, meta: Meta, children: list[Any]) -> ast.POr:
+        return ast.POr(children[0], children[1], _span(meta))
+
+    def pr_and(self, meta: Meta, children: list[Any]) -> ast.PAnd:
+        return ast.PAnd(children[0], children[1], _span(meta))
+
+    def pr_not(self, meta: Meta, children: list[Any]) -> ast.PNot:
+        return ast.PNot(children[0], _span(meta))
+
+    def compare(self, meta: Meta, children: list[Any]) -> ast.Compare:
+        left, op, right = children
+        return ast.Compare(op, left, right, _span(meta))
+
+    def cmp_op(self, meta: Meta, children: list[Any]) -> str:
+        op = str(children[0])
+        return {"=": "==", "<>": "!="}.get(op, op)
+
+    def like(self, meta: Meta, children: list[Any]) -> ast.Like:
+        operand, pattern = children
+        return ast.Like(operand, pattern.value, _span(meta))
+
+    def _in_set(self, meta: Meta, children: list[Any], negated: bool) -> ast.InSet:
+        operand, *rest = children
+        values = tuple(rest[0]) if rest else ()
+        return ast.InSet(operand, values, negated, _span(meta))
+
+    def in_set(self, meta: Meta, children: list[Any]) -> ast.InSet:
+        return self._in_set(meta, children, False)
+
+    def not_in_set(self, meta: Meta, children: list[Any]) -> ast.InSet:
+        return self._in_set(meta, children, True)
+
+    def in_range(self, meta: Meta, children: list[Any]) -> ast.InRange:
+        return ast.InRange(children[0], children[1], children[2], False, _span(meta))
+
+    def not_in_range(self, meta: Meta, children: list[Any]) -> ast.InRange:
+        return ast.InRange(children[0], children[1], children[2], True, _span(meta))
+
+    def const_list(self, meta: Meta, children: list[Any]) -> list[Any]:
+        return children
+
+    # --------------------------------------------------------- expressions
+    def _binop(self, op: str, meta: Meta, children: list[Any]) -> ast.BinOp:
+        return ast.BinOp(op, children[0], children[1], _span(meta))  # type: ignore[arg-type]
+
+    def add(self, meta: Meta, children: list[Any]) -> ast.BinOp:
+        return self._binop("+", meta, children)
+
+    def sub(self, meta: Meta, children: list[Any]) -> ast.BinOp:
+        return self._binop("-", meta, children)
+
+    def mul(self, meta: Meta, children: list[Any]) -> ast.BinOp:
+        return self._binop("*", meta, children)
+
+    def div(self, meta: Meta, children: list[Any]) -> ast.BinOp:
+        return self._binop("/", meta, children)
+
+    def mod(self, meta: Meta, children: list[Any]) -> ast.BinOp:
+        return self._binop("%", meta, children)
+
+    def neg(self, meta: Meta, children: list[Any]) -> ast.Neg:
+        return ast.Neg(children[0], _span(meta))
+
+    def neg_number(self, meta: Meta, children: list[Any]) -> ast.Const:
+        return ast.Const(self._literal(children[0], negative=True), _span(meta))
+
+    def number_lit(self, meta: Meta, children: list[Any]) -> ast.Const:
+        return ast.Const(self._literal(children[0]), _span(meta))
+
+    def true_lit(self, meta: Meta, children: list[Any]) -> ast.Const:
+        return ast.Const(True, _span(meta))
+
+    def false_lit(self, meta: Meta, children: list[Any]) -> ast.Const:
+        return ast.Const(False, _span(meta))
+
+    def attr(self, meta: Meta, children: list[Any]) -> ast.Attr:
+        return ast.Attr(str(children[0]), _span(meta))
+
+    def string(self, meta: Meta, children: list[Any]) -> ast.Const:
+        text = str(children[0])
+        quote = text[0]
+        return ast.Const(text[1:-1].replace(quote * 2, quote), _span(meta))
+
+    def name(self, meta: Meta, children: list[Any]) -> Name:
+        (tok,) = children
+        text = str(tok)
+        if tok.type == "QUOTED_NAME":
+            text = text[1:-1].replace("``", "`")
+        return Name(text, _span(meta))

@@ -1,0 +1,57 @@
+"""Which variables a pattern binds, and to which event types.
+
+In CEQL every event type used in a pattern is also a variable of that name
+(``FILTER SELL[price > 1]`` is legal), and ``pattern AS x`` binds ``x`` to
+every event the sub-pattern matches.  The checker uses this to reject
+filters and SELECT items over unbound variables, and to find the event types
+whose attributes a filter can read.
+"""
+
+from __future__ import annotations
+
+from kleene.language import ast
+
+__all__ = ["bound_variables", "event_types_of", "variable_event_types"]
+
+
+def _children(p: ast.Pattern) -> tuple[ast.Pattern, ...]:
+    if isinstance(p, ast.EventType):
+        return ()
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+        return (p.pattern,)
+    return (p.left, p.right)
+
+
+def event_types_of(p: ast.Pattern) -> frozenset[str]:
+    """Names of all event types occurring in the pattern."""
+    if isinstance(p, ast.EventType):
+        return frozenset((p.name,))
+    out: frozenset[str] = frozenset()
+    for child in _children(p):
+        out |= event_types_of(child)
+    return out
+
+
+def variable_event_types(p: ast.Pattern) -> dict[str, frozenset[str]]:
+    """Each variable the pattern binds -> the event types it can be bound to."""
+    out: dict[str, frozenset[str]] = {}
+
+    def add(var: str, types: frozenset[str]) -> None:
+        out[var] = out.get(var, frozenset()) | types
+
+    def walk(node: ast.Pattern) -> None:
+        if isinstance(node, ast.EventType):
+            add(node.name, frozenset((node.name,)))
+            return
+        if isinstance(node, ast.As):
+            add(node.var, event_types_of(node.pattern))
+        for child in _children(node):
+            walk(child)
+
+    walk(p)
+    return out
+
+
+def bound_variables(p: ast.Pattern) -> frozenset[str]:
+    """All variables the pattern can bind: AS names and event type names."""
+    return frozenset(variable_event_types(p))

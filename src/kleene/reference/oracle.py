@@ -1,0 +1,461 @@
+"""Brute-force reference evaluator of CEQL (CORE paper, Figure 2).
+
+The real engine compiles queries into automata and enumerates complex events
+with the CORE algorithm.  This module computes the same output the slow and
+obvious way, straight from the formal valuation semantics, so that the two can
+be compared on random queries and streams (differential testing).  It shares
+nothing with the engine except the AST.
+
+Semantics implemented (CORE paper §2 and the project's decisions):
+
+* A stream is a list of events; positions are list indices.  A *valuation*
+  has an interval ``[start, end]`` and maps variables to **sets** of
+  positions.  ``⟦φ⟧`` is computed bottom-up as a set of valuations:
+
+  - ``R``: ``[i, i]`` with ``V(R) = {i}`` for every event ``i`` of type ``R``;
+  - ``φ AS X``: ``V(X)`` := every position of the match;
+  - ``φ FILTER X[P]``: keep ``V`` if every event in ``V(X)`` satisfies ``P``
+    (vacuously true when ``V(X)`` is empty); ``AND``/``OR`` of filter atoms
+    are conjunction and disjunction (the paper's footnote 1);
+  - ``φ1 OR φ2``: union;
+  - ``φ1 ; φ2``: ``V1.end < V2.start``, interval ``[V1.start, V2.end]``,
+    variables unioned; ``φ1 : φ2`` additionally requires ``V2.start`` to be
+    the position right after ``V1.end`` *in the (sub)stream evaluated*;
+  - ``φ+`` / ``φ:+``: least fixpoint of ``⟦φ⟧ ∪ ⟦φ ; φ+⟧`` (resp. with ``:``).
+
+* PARTITION BY splits the stream into maximal substreams agreeing on every
+  key attribute (events lacking one are dropped) and evaluates WHERE on each,
+  keeping **global** positions; ``:`` means adjacency inside the substream.
+* WITHIN is inclusive: ``end - start <= n`` over global positions
+  (``n EVENTS``), over ``times`` (durations) or over an attribute.
+* SELECT keeps the positions of the selected variables (all for ``*``, none
+  for ``NONE``); the interval is always the whole match.  The output is a
+  **set** of complex events ``(start, end, positions)``.
+* CONSUME BY ANY / PARTITION: scanning end positions in increasing order, a
+  complex event is output only if it starts after the last position ``c`` at
+  which something was output (globally, resp. in its partition); outputting
+  at ``j`` sets ``c = j``.
+* FROM is ignored: every event given is in the stream.  An event type
+  qualified by a stream (``S>R``) only checks events that carry a
+  ``"__stream__"`` key.
+* Selection strategies ALL and ANY both mean "every match" (as in CORE);
+  the others raise NotImplementedError, as do AND, ALL, UNLESS, NOT and ``*``.
+* LIMIT is **ignored**: which ``n`` complex events are kept per position
+  depends on the engine's enumeration order, which a set semantics cannot
+  express.  Differential tests should check that the engine's output is a
+  subset of the oracle's with the right per-position counts.
+
+Two optimisations keep it usable without changing results: valuations only
+record the variables something reads (FILTER and SELECT variables) next to the
+full set of positions (``AS`` reads only that set, which is the union of all
+variables), and, for count and duration windows, valuations whose interval is
+already too long are dropped early (intervals only grow when combined).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from kleene.language import ast
+from kleene.reference.predicates import holds
+
+ComplexEvent = tuple[int, int, tuple[int, ...]]
+Bindings = frozenset[tuple[str, frozenset[int]]]
+
+
+class OracleBudgetExceeded(RuntimeError):
+    """More intermediate valuations than the caller's budget allowed.
+
+    Property tests pass a budget so that an unlucky random case is discarded
+    instead of running for minutes; the oracle itself has no size limit.
+    """
+
+
+class Valuation(NamedTuple):
+    """A valuation: interval, all positions of the match, and variable bindings.
+
+    ``bindings`` holds ``(variable, positions)`` pairs for the tracked
+    variables whose set is non-empty; an absent variable is bound to ∅.
+    """
+
+    start: int
+    end: int
+    positions: frozenset[int]
+    bindings: Bindings
+
+    def get(self, var: str) -> frozenset[int]:
+        """``V(var)``, the empty set when ``var`` is unbound."""
+        for name, positions in self.bindings:
+            if name == var:
+                return positions
+        return frozenset()
+
+    def as_dict(self) -> dict[str, frozenset[int]]:
+        return dict(self.bindings)
+
+
+def _merge(a: Bindings, b: Bindings) -> Bindings:
+    if not a:
+        return b
+    if not b:
+        return a
+    merged: dict[str, frozenset[int]] = dict(a)
+    for name, positions in b:
+        merged[name] = merged.get(name, frozenset()) | positions
+    return frozenset(merged.items())
+
+
+def _join(v1: Valuation, v2: Valuation) -> Valuation:
+    """``V1`` followed by ``V2`` (the caller checked the order condition)."""
+    return Valuation(
+        v1.start, v2.end, v1.positions | v2.positions, _merge(v1.bindings, v2.bindings)
+    )
+
+
+@dataclass
+class _Context:
+    """What evaluating a pattern on one (sub)stream needs to know."""
+
+    events: Sequence[Mapping[str, Any]]
+    type_key: str
+    positions: Sequence[int]  # global positions of the substream, increasing
+    following: dict[int, int]  # position -> next position of the substream
+    tracked: frozenset[str] | None  # None: track every variable
+    admissible: Callable[[int, int], bool]  # may an interval [s, e] still be output?
+    budget: int | None
+    produced: int = 0
+
+    def tracks(self, var: str) -> bool:
+        return self.tracked is None or var in self.tracked
+
+    def charge(self, n: int) -> None:
+        self.produced += n
+        if self.budget is not None and self.produced > self.budget:
+            raise OracleBudgetExceeded(f"more than {self.budget} valuations")
+
+
+def _is_of_type(event: Mapping[str, Any], pattern: ast.EventType, type_key: str) -> bool:
+    if event.get(type_key) != pattern.name:
+        return False
+    if pattern.stream is not None and "__stream__" in event:
+        return bool(event["__stream__"] == pattern.stream)
+    return True
+
+
+def _satisfies(
+    condition: ast.FilterExpr, v: Valuation, events: Sequence[Mapping[str, Any]]
+) -> bool:
+    if isinstance(condition, ast.FilterAtom):
+        return all(holds(condition.pred, events[i]) for i in v.get(condition.var))
+    if isinstance(condition, ast.FilterAnd):
+        return _satisfies(condition.left, v, events) and _satisfies(condition.right, v, events)
+    if isinstance(condition, ast.FilterOr):
+        return _satisfies(condition.left, v, events) or _satisfies(condition.right, v, events)
+    raise TypeError(f"not a filter condition: {condition!r}")
+
+
+def _sequence(
+    left: Iterable[Valuation], right: Iterable[Valuation], contiguous: bool, ctx: _Context
+) -> set[Valuation]:
+    """``⟦φ1 ; φ2⟧`` (or ``φ1 : φ2``) from the two operands' valuation sets.
+
+    Pairs are found through an index on ``V2.start`` only to avoid scanning
+    every pair; the condition checked is exactly the paper's.
+    """
+    by_start: dict[int, list[Valuation]] = defaultdict(list)
+    for v2 in right:
+        by_start[v2.start].append(v2)
+    starts = sorted(by_start)
+    out: set[Valuation] = set()
+    for v1 in left:
+        if contiguous:
+            nxt = ctx.following.get(v1.end)
+            candidates = [nxt] if nxt is not None and nxt in by_start else []
+        else:
+            candidates = starts[bisect_right(starts, v1.end) :]  # V1.end < V2.start
+        for start in candidates:
+            if not ctx.admissible(v1.start, start):
+                break  # later starts only make the interval longer
+            matches = by_start[start]
+            ctx.charge(len(matches))
+            for v2 in matches:
+                if ctx.admissible(v1.start, v2.end):
+                    out.add(_join(v1, v2))
+    return out
+
+
+def _iterate(base: set[Valuation], contiguous: bool, ctx: _Context) -> set[Valuation]:
+    """``⟦φ+⟧ = ⟦φ⟧ ∪ ⟦φ ; φ+⟧`` as a least fixpoint.
+
+    Each round prepends one more ``φ`` valuation to the valuations found in
+    the previous round, until nothing new appears (finite: the stream is).
+    """
+    result = set(base)
+    frontier = set(base)
+    while frontier:
+        new = _sequence(base, frontier, contiguous, ctx) - result
+        result |= new
+        frontier = new
+    return result
+
+
+def _eval(pattern: ast.Pattern, ctx: _Context) -> set[Valuation]:
+    if isinstance(pattern, ast.EventType):
+        out = set()
+        binds = ctx.tracks(pattern.name)
+        for i in ctx.positions:
+            if _is_of_type(ctx.events[i], pattern, ctx.type_key):
+                here = frozenset((i,))
+                out.add(
+                    Valuation(
+                        i, i, here, frozenset({(pattern.name, here)}) if binds else frozenset()
+                    )
+                )
+        ctx.charge(len(out))
+        return out
+    if isinstance(pattern, ast.As):
+        inner = _eval(pattern.pattern, ctx)
+        if not ctx.tracks(pattern.var):
+            return inner
+        out = set()
+        for v in inner:
+            rest = frozenset(b for b in v.bindings if b[0] != pattern.var)
+            out.add(v._replace(bindings=rest | {(pattern.var, v.positions)}))
+        return out
+    if isinstance(pattern, ast.Filter):
+        return {
+            v for v in _eval(pattern.pattern, ctx) if _satisfies(pattern.condition, v, ctx.events)
+        }
+    if isinstance(pattern, ast.Or):
+        return _eval(pattern.left, ctx) | _eval(pattern.right, ctx)
+    if isinstance(pattern, ast.Seq):
+        return _sequence(
+            _eval(pattern.left, ctx), _eval(pattern.right, ctx), pattern.contiguous, ctx
+        )
+    if isinstance(pattern, ast.Iter):
+        return _iterate(_eval(pattern.pattern, ctx), pattern.contiguous, ctx)
+    if isinstance(pattern, ast.And | ast.All | ast.Unless | ast.NotEvent | ast.Star):
+        raise NotImplementedError(
+            f"the reference oracle does not support {type(pattern).__name__} yet"
+        )
+    raise TypeError(f"not a pattern: {pattern!r}")
+
+
+# ----------------------------------------------------------------- variables
+
+
+def pattern_variables(pattern: ast.Pattern) -> frozenset[str]:
+    """Every variable a pattern binds or filters on (event types included)."""
+    if isinstance(pattern, ast.EventType):
+        return frozenset({pattern.name})
+    if isinstance(pattern, ast.As):
+        return pattern_variables(pattern.pattern) | {pattern.var}
+    if isinstance(pattern, ast.Filter):
+        return pattern_variables(pattern.pattern) | _filter_variables(pattern.condition)
+    if isinstance(pattern, ast.Seq | ast.Or | ast.And | ast.All | ast.Unless):
+        return pattern_variables(pattern.left) | pattern_variables(pattern.right)
+    if isinstance(pattern, ast.Iter | ast.NotEvent | ast.Star):
+        return pattern_variables(pattern.pattern)
+    raise TypeError(f"not a pattern: {pattern!r}")
+
+
+def _filter_variables(condition: ast.FilterExpr) -> frozenset[str]:
+    if isinstance(condition, ast.FilterAtom):
+        return frozenset({condition.var})
+    return _filter_variables(condition.left) | _filter_variables(condition.right)
+
+
+def _read_variables(pattern: ast.Pattern) -> frozenset[str]:
+    """Variables whose content some FILTER in ``pattern`` inspects."""
+    if isinstance(pattern, ast.EventType):
+        return frozenset()
+    if isinstance(pattern, ast.Filter):
+        return _read_variables(pattern.pattern) | _filter_variables(pattern.condition)
+    if isinstance(pattern, ast.As | ast.Iter | ast.NotEvent | ast.Star):
+        return _read_variables(pattern.pattern)
+    if isinstance(pattern, ast.Seq | ast.Or | ast.And | ast.All | ast.Unless):
+        return _read_variables(pattern.left) | _read_variables(pattern.right)
+    raise TypeError(f"not a pattern: {pattern!r}")
+
+
+# ------------------------------------------------------------------- windows
+
+
+def _check_times(times: Sequence[int] | None, n: int) -> None:
+    if times is None:
+        return
+    if len(times) != n:
+        raise ValueError(f"{len(times)} times for {n} events")
+    if any(a > b for a, b in zip(times, times[1:], strict=False)):
+        raise ValueError("times must be non-decreasing")
+
+
+def _window_test(
+    window: ast.Window | None,
+    events: Sequence[Mapping[str, Any]],
+    times: Sequence[int] | None,
+) -> tuple[Callable[[int, int], bool], Callable[[int, int], bool]]:
+    """``(admissible, final)`` tests on an interval ``[start, end]``.
+
+    ``final`` is the WITHIN condition.  ``admissible`` is a weaker test that is
+    monotone (false on an interval implies false on every larger one), so
+    sub-matches failing it can be dropped early.
+    """
+
+    def always(_s: int, _e: int) -> bool:
+        return True
+
+    if window is None:
+        return always, always
+    if isinstance(window, ast.EventsWindow):
+        count = window.count
+
+        def by_count(s: int, e: int) -> bool:
+            return e - s <= count
+
+        return by_count, by_count
+    if isinstance(window, ast.DurationWindow):
+        if times is None:
+            raise ValueError("a duration window (WITHIN ... SECONDS) needs times")
+        stamps, nanos = times, window.nanos
+
+        def by_time(s: int, e: int) -> bool:
+            return stamps[e] - stamps[s] <= nanos
+
+        return by_time, by_time
+    if isinstance(window, ast.AttrWindow):
+        attr, amount = window.attr, window.amount
+
+        def by_attr(s: int, e: int) -> bool:
+            # The attribute need not be monotone, so there is no early pruning.
+            return bool(events[e][attr] - events[s][attr] <= amount)
+
+        return always, by_attr
+    raise TypeError(f"not a window: {window!r}")
+
+
+# ---------------------------------------------------------------- partitions
+
+
+def _partitions(
+    query: ast.Query, events: Sequence[Mapping[str, Any]]
+) -> dict[tuple[Any, ...], list[int]]:
+    """Partition key -> increasing global positions of its substream."""
+    keys = [attr for group in query.partition_by for attr in group]
+    if not keys:
+        return {(): list(range(len(events)))}
+    parts: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for i, event in enumerate(events):
+        key = tuple(event.get(k) for k in keys)
+        if any(v is None for v in key):
+            continue
+        parts[key].append(i)
+    return dict(parts)
+
+
+def _context(
+    events: Sequence[Mapping[str, Any]],
+    positions: Sequence[int],
+    type_key: str,
+    tracked: frozenset[str] | None,
+    admissible: Callable[[int, int], bool],
+    budget: int | None,
+) -> _Context:
+    following = {a: b for a, b in zip(positions, positions[1:], strict=False)}
+    return _Context(events, type_key, positions, following, tracked, admissible, budget)
+
+
+# ----------------------------------------------------------------- public API
+
+
+def evaluate_pattern(
+    pattern: ast.Pattern,
+    events: Sequence[Mapping[str, Any]],
+    *,
+    type_key: str = "type",
+    variables: Iterable[str] | None = None,
+    budget: int | None = None,
+) -> set[Valuation]:
+    """``⟦pattern⟧`` over the whole stream, as valuations.
+
+    ``variables`` restricts which variables the valuations record (default:
+    every variable of the pattern); positions are always complete.
+    """
+    tracked = frozenset(variables) if variables is not None else pattern_variables(pattern)
+    ctx = _context(events, range(len(events)), type_key, tracked, lambda s, e: True, budget)
+    return _eval(pattern, ctx)
+
+
+def evaluate(
+    query: ast.Query,
+    events: Sequence[Mapping[str, Any]],
+    *,
+    times: Sequence[int] | None = None,
+    type_key: str = "type",
+    budget: int | None = None,
+    optimise: bool = True,
+) -> set[ComplexEvent]:
+    """The set of complex events ``(start, end, positions)`` of ``query``.
+
+    ``times`` (non-decreasing, one per event) is only needed for duration
+    windows.  LIMIT is ignored (see the module docstring).  ``budget`` caps
+    the number of intermediate valuations (raising
+    :class:`OracleBudgetExceeded`); None means no cap.  ``optimise=False``
+    turns off early window pruning and records every variable: slower, same
+    result (a test checks that).
+    """
+    if query.select.strategy not in ("ALL", "ANY"):
+        raise NotImplementedError(
+            f"selection strategy {query.select.strategy} is not supported yet"
+        )
+    _check_times(times, len(events))
+    admissible, final = _window_test(query.within, events, times)
+
+    items = query.select.items
+    selected = None if items is None else frozenset(item.var for item in items)
+    tracked: frozenset[str] | None = _read_variables(query.where) | (selected or frozenset())
+    if not optimise:
+        admissible, tracked = (lambda s, e: True), None
+
+    found: list[tuple[tuple[Any, ...], ComplexEvent]] = []
+    for key, positions in _partitions(query, events).items():
+        ctx = _context(events, positions, type_key, tracked, admissible, budget)
+        complex_events: set[ComplexEvent] = set()
+        for v in _eval(query.where, ctx):
+            if not final(v.start, v.end):
+                continue
+            if selected is None:
+                data = v.positions
+            else:
+                data = frozenset().union(*(v.get(x) for x in selected))
+            complex_events.add((v.start, v.end, tuple(sorted(data))))
+        found.extend((key, ce) for ce in complex_events)
+
+    if query.consume == "NONE":
+        return {ce for _, ce in found}
+    return _consume(found, per_partition=query.consume == "PARTITION")
+
+
+def _consume(
+    found: list[tuple[tuple[Any, ...], ComplexEvent]], *, per_partition: bool
+) -> set[ComplexEvent]:
+    """Apply CONSUME BY ANY (one consumption point) or PARTITION (one per key)."""
+    by_end: dict[int, list[tuple[tuple[Any, ...], ComplexEvent]]] = defaultdict(list)
+    for key, ce in found:
+        by_end[ce[1]].append((key, ce))
+    consumed: dict[tuple[Any, ...], int] = {}
+    out: set[ComplexEvent] = set()
+    for end in sorted(by_end):
+        emitted_keys = set()
+        for key, ce in by_end[end]:
+            point = key if per_partition else ()
+            if ce[0] > consumed.get(point, -1):
+                out.add(ce)
+                emitted_keys.add(point)
+        for point in emitted_keys:
+            consumed[point] = end
+    return out

@@ -205,6 +205,25 @@ class TestRun:
         assert pairs_of(written) == expected_pairs(EVENTS)
         assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
+    def test_progress_bar_on_a_terminal(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import kleene.cli as cli
+
+        class EagerProgress(cli.Progress):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **{**kwargs, "delay": 0.0, "interval": 0.0})
+
+        monkeypatch.setattr(cli, "_is_tty", lambda stream: stream is sys.stderr)
+        monkeypatch.setattr(cli, "Progress", EagerProgress)
+        data = write_csv(tmp_path / "e.csv", EVENTS)
+        code, lines, err = run_cli(capsys, "run", PAIRS, "--input", str(data), "--batch-size", "4")
+        assert code == 0
+        assert f"{len(EVENTS)} rows / {len(EVENTS)} (100%)" in err
+        assert pairs_of(lines) == expected_pairs(EVENTS)
+        code, _, err = run_cli(capsys, "run", PAIRS, "--input", str(data), "--no-progress")
+        assert code == 0 and err == ""
+
     def test_demo_example(self, capsys: pytest.CaptureFixture[str]) -> None:
         code, lines, err = run_cli(
             capsys,

@@ -20,7 +20,7 @@ import re2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kleene.automata.predicates import PredicateTable, TooManyPredicatesError
+from kleene.automata.predicates import PredicateTable, TooManyPredicatesError, structural_key
 from kleene.language import ast
 from kleene.language.errors import KleeneError, QueryError
 from kleene.reference.predicates import holds
@@ -354,6 +354,15 @@ def test_shared_subexpressions_and_repeated_predicates() -> None:
     assert bits.tolist() == [0b000, 0b111, 0b101]
 
 
+def test_constants_equal_in_python_are_not_shared() -> None:
+    # Const(True) == Const(1) as dataclasses, but b == true and b == 1 differ.
+    preds = [cmp("==", A("b"), C(1)), cmp("==", A("b"), C(True)), cmp("==", A("b"), C(1.0))]
+    bits = PredicateTable([], preds).evaluate(pa.record_batch({"b": [True], "x": [1]}))
+    assert bits.tolist() == [0b010]
+    assert structural_key(preds[0]) != structural_key(preds[1])
+    assert structural_key(preds[0]) == structural_key(cmp("==", A("b"), C(1)))
+
+
 def test_one_row_batches_match_the_big_batch() -> None:
     rng = np.random.default_rng(7)
     n = 50
@@ -458,9 +467,7 @@ def atoms() -> st.SearchStrategy[ast.Pred]:
     return st.one_of(
         st.builds(cmp, st.sampled_from(["<", "<=", ">", ">=", "==", "!="]), e, e),
         st.builds(ast.Like, e, st.sampled_from(PATTERNS)),
-        st.builds(
-            ast.InSet, e, st.lists(consts, max_size=3).map(tuple), negated=st.booleans()
-        ),
+        st.builds(ast.InSet, e, st.lists(consts, max_size=3).map(tuple), negated=st.booleans()),
         st.builds(ast.InRange, e, e, e, negated=st.booleans()),
     )
 

@@ -258,7 +258,9 @@ def test_mistakes_are_reported_before_unsupported_constructs() -> None:
 
 def test_inferred_schema_is_open_on_event_types() -> None:
     accepted("SELECT * FROM Anything WHERE WHATEVER ; X>Y FILTER WHATEVER[price > 1]", ARROW)
-    assert ARROW.attribute_kind("ANY_TYPE", "name") == "string"
+    # an inferred string column may hold numbers written as text (CSV): its
+    # values are checked row by row, so its kind is not fixed by the schema
+    assert ARROW.attribute_kind("ANY_TYPE", "name") is None
     assert ARROW.attribute_kind(None, "price") == "number"
     assert ARROW.attribute_kind("X", "ok") == "boolean"
     assert ARROW.attribute_kind("X", "ts") == "number"
@@ -266,8 +268,7 @@ def test_inferred_schema_is_open_on_event_types() -> None:
     assert ARROW.attribute_kind("X", "tags") is None  # lists cannot be used in predicates
     text = "SELECT * WHERE E FILTER E[nam = 'x']"
     assert_error(semantic_error(text, ARROW), text, "unknown attribute 'nam'", 1, 27)
-    text = "SELECT * WHERE E FILTER E[name < 3]"
-    assert_error(semantic_error(text, ARROW), text, "cannot compare a string with a number", 1, 27)
+    accepted("SELECT * WHERE E FILTER E[name < 3]", ARROW)
 
 
 def test_inferred_schema_with_listed_event_types() -> None:

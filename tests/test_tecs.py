@@ -12,7 +12,7 @@ from kleene.runtime.tecs import UNION
 
 def collect(node: tecs.Node, tau: int = -(10**9), limit: int = 10**9) -> list[tuple[int, tuple[int, ...]]]:
     out: list[tuple[int, tuple[int, ...]]] = []
-    enumerate_node(node, tau, lambda s, ps: out.append((s, ps)), limit)
+    enumerate_node(node, tau, lambda s, e, ps, k: out.append((s, ps)), limit, 0)
     return out
 
 

@@ -356,7 +356,8 @@ class _Session:
         self.last_time = last
         return times
 
-    def _keys(self, batch: pa.RecordBatch) -> list[Hashable] | None:
+    def _keys(self, batch: pa.RecordBatch) -> list[list[Hashable]] | None:
+        """The PARTITION BY columns as Python lists (keys are built per visited event)."""
         attrs = self.query.partition_by
         if not attrs:
             return None
@@ -364,8 +365,7 @@ class _Session:
         for a in attrs:
             if a not in names:
                 raise DataError("a PARTITION BY attribute is missing", column=a)
-        columns = [batch.column(a).to_pylist() for a in attrs]
-        return [None if None in key else key for key in zip(*columns)]
+        return [batch.column(a).to_pylist() for a in attrs]
 
     def _materialize(self, m: Match) -> ComplexEvent:
         attrs = self.query._attrs
@@ -411,4 +411,26 @@ def _batches(source: Any) -> Iterator[pa.RecordBatch]:
             for t in chunk:
                 yield from t.to_batches()
             continue
-        yield pa.RecordBatch.from_pylist([dict(e) for e in chunk])
+        yield _from_dicts(chunk)
+
+
+def _from_dicts(rows: list[Mapping[str, Any]]) -> pa.RecordBatch:
+    """A batch from event dicts; a column whose values mix types is kept as strings.
+
+    The conform step then parses the strings it needs as numbers and sets
+    aside, with a reason, the rows it cannot parse: mixed input is reported,
+    never silently coerced or dropped.
+    """
+    try:
+        return pa.RecordBatch.from_pylist([dict(e) for e in rows])
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    names = list(dict.fromkeys(k for e in rows for k in e))
+    arrays = []
+    for name in names:
+        values = [e.get(name) for e in rows]
+        try:
+            arrays.append(pa.array(values))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            arrays.append(pa.array([None if v is None else str(v) for v in values], pa.string()))
+    return pa.RecordBatch.from_arrays(arrays, names=names)

@@ -88,7 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quarantine", metavar="FILE", help="file for quarantined rows (implies --on-bad-row quarantine)")
     run.add_argument("--batch-size", type=_positive_int, default=65536, metavar="N", help="rows per batch read (default: 65536)")
-    run.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    run.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="never show the progress bar (shown on stderr when it is a terminal, results are not "
+        "printed to a terminal, and the run lasts over a second)",
+    )
     return parser
 
 
@@ -289,7 +294,9 @@ def _run(args: argparse.Namespace, stderr: IO[str]) -> int:
         batches: Iterable[pa.RecordBatch] = read_batches(args.input, format=args.format, batch_size=args.batch_size)
         output = _Output(args.output)
         progress: Progress | None = None
-        if not args.no_progress and _is_tty(stderr):
+        # A bar redrawn with "\r" would garble results printed to the same terminal.
+        results_on_terminal = args.output == "-" and _is_tty(sys.stdout)
+        if not args.no_progress and _is_tty(stderr) and not results_on_terminal:
             progress = Progress(
                 stderr,
                 total=lambda: count_rows(args.input, format=args.format),

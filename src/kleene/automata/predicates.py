@@ -39,6 +39,7 @@ the query checker, which knows the stream's schema.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -789,19 +790,39 @@ class _OrP(_Node):
         return self.left.get(ctx) | self.right.get(ctx)
 
 
+def structural_key(node: Any) -> Any:
+    """A structural key for sharing equal subtrees.
+
+    AST equality is not enough: ``Const(True) == Const(1) == Const(1.0)`` in
+    Python, yet ``b == true`` and ``b == 1`` are different predicates.  The
+    key records each constant's type; spans are left out.
+    """
+    if isinstance(node, ast.Const):
+        return ("Const", type(node.value).__name__, node.value)
+    if isinstance(node, tuple):
+        return tuple(structural_key(x) for x in node)
+    if dataclasses.is_dataclass(node):
+        return (type(node).__name__,) + tuple(
+            structural_key(getattr(node, f.name))
+            for f in dataclasses.fields(node)
+            if f.name != "span"
+        )
+    return node
+
+
 class _Compiler:
     """Turns AST nodes into evaluation nodes, sharing equal subtrees.
 
-    AST equality ignores spans, so ``price`` read by three predicates is one
-    node and one column conversion per batch; constant subexpressions are
-    folded here, once.
+    ``price`` read by three predicates is one node and one column conversion
+    per batch (see :func:`_key`); constant subexpressions are folded here, once.
     """
 
     def __init__(self) -> None:
         self.nodes: dict[Any, _Node] = {}
         self.slots = 0
 
-    def _intern(self, key: Any, make: Callable[[], _Node]) -> _Node:
+    def _intern(self, tree: Any, make: Callable[[], _Node]) -> _Node:
+        key = structural_key(tree)
         node = self.nodes.get(key)
         if node is None:
             node = make()

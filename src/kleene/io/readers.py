@@ -10,7 +10,7 @@ processed in bounded memory.  Three promises matter to the rest of kleene:
   rather than failing or guessing: the engine then parses the values it needs
   as numbers and reports the rows whose value is of the wrong type through
   the bad-row policy (:mod:`kleene.automata.conform`).
-* **Every row keeps its place.**  Row ``i`` of the input (0-based, blank JSON
+* **Every row keeps its place.**  Row ``i`` of the input (0-based, blank
   lines and the CSV header not counted) is row ``i`` of the concatenated
   batches: rows are never dropped or reordered here, because complex events
   name their events by input position.
@@ -32,7 +32,8 @@ How each format is streamed:
   exactly).  The same first-pass/second-pass scheme settles one schema.
   A ``.json`` file holding one JSON array of objects is accepted too (it is
   loaded whole).
-* Parquet: :meth:`pyarrow.parquet.ParquetFile.iter_batches`.
+* Parquet: :meth:`pyarrow.parquet.ParquetFile.iter_batches`, one row group at
+  a time (memory is bounded by the largest row group).
 """
 
 from __future__ import annotations
@@ -197,7 +198,11 @@ def _read_parquet(path: Path, batch_size: int) -> Iterator[pa.RecordBatch]:
         raise DataError(f"cannot read {str(path)!r} as Parquet: {exc}") from exc
     with pf:
         try:
-            yield from pf.iter_batches(batch_size=batch_size)
+            # One row group at a time: a single iter_batches over the whole file
+            # keeps allocations from every row group alive until the end (peak
+            # memory then grows with the file), which a streaming reader must not.
+            for group in range(pf.num_row_groups):
+                yield from pf.iter_batches(batch_size=batch_size, row_groups=[group])
         except pa.ArrowException as exc:
             raise DataError(f"cannot read {str(path)!r} as Parquet: {exc}") from exc
 
@@ -304,13 +309,17 @@ def _csv_error(path: Path, exc: Exception) -> DataError:
                 delimiter = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
                 reader = csv.reader(text, delimiter=delimiter)
                 header = next(reader, [])
-                for row_index, record in enumerate(reader):
-                    if record and len(record) != len(header):
+                row_index = 0
+                for record in reader:
+                    if not record:  # a blank line: Arrow skips it, so it is no row
+                        continue
+                    if len(record) != len(header):
                         return DataError(
                             f"malformed CSV on line {reader.line_num} of {str(path)!r}: "
                             f"expected {len(header)} fields, got {len(record)}",
                             row=row_index,
                         )
+                    row_index += 1
         except (OSError, csv.Error):
             pass
     return DataError(f"cannot read {str(path)!r} as CSV: {message}")

@@ -73,8 +73,13 @@ class Schema:
         streams: Mapping[str, Sequence[str]] | None = None,
         *,
         shared_attributes: Mapping[str, AttrType] | None = None,
+        text_columns: Iterable[str] = (),
     ) -> None:
         self._events = {name: dict(attrs) for name, attrs in events.items()}
+        # Inferred string columns whose kind is left to the data: a CSV column
+        # of numbers with one bad value is read as strings, and that bad value
+        # must be reported as a bad row, not the whole query as wrong.
+        self._text_columns = frozenset(text_columns)
         self._streams = None if streams is None else {s: tuple(e) for s, e in streams.items()}
         self._shared = None if shared_attributes is None else dict(shared_attributes)
 
@@ -145,9 +150,10 @@ class Schema:
             attr_type = _arrow_attr_type(field.type)
             if attr_type is not None:
                 shared[field.name] = attr_type
+        text = [name for name, t in shared.items() if t == "string"]
         if event_types is None:
-            return cls({}, None, shared_attributes=shared)
-        return cls({name: shared for name in event_types}, None)
+            return cls({}, None, shared_attributes=shared, text_columns=text)
+        return cls({name: shared for name in event_types}, None, text_columns=text)
 
     # ------------------------------------------------------------- queries
     @property
@@ -202,7 +208,9 @@ class Schema:
         return None if attrs is None else attrs.get(attr)
 
     def attribute_kind(self, event_type: str | None, attr: str) -> AttrKind | None:
-        """``number``, ``string`` or ``boolean``; None if the attribute is unknown."""
+        """``number``, ``string`` or ``boolean``; None if unknown or decided per value."""
+        if attr in self._text_columns:
+            return None
         attr_type = self.attribute_type(event_type, attr)
         return None if attr_type is None else kind_of(attr_type)
 

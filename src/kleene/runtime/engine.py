@@ -11,9 +11,11 @@ first appears; positions stay global input positions).
 per-event loop.  An event with bit vector ``v`` is skipped when ``v`` is
 *inert* (:meth:`LazyDFA.inert`) for ``q0`` and for every state active in its
 partition: then Algorithm 1 would leave ``T`` unchanged and output nothing.
-Inertness depends on the active states, so a table ``code -> skip?`` over the
-batch's distinct bit vectors is built per distinct set of active states and
-cached for the batch.
+Inertness depends on the active states, so for each distinct set of active
+states the batch's non-inert events are found with one vectorized pass over
+the batch (cached for the batch), and the loop jumps from one to the next.
+Under PARTITION BY the set is that of the states active in *some* partition;
+each visited event is then checked against its own partition's states.
 
 **Windows.**  ``tau = time - window`` is the earliest start a complex event
 ending now may have; enumeration prunes with it and runs older than it are
@@ -22,19 +24,24 @@ dropped.  ``WITHIN n EVENTS`` uses positions as times.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+
+import bisect
 
 import numpy as np
 
 from kleene.automata.determinize import LazyDFA
-from kleene.runtime.enumeration import enumerate_node
+from kleene.runtime.enumeration import Emit, enumerate_node
 from kleene.runtime.evaluator import Evaluator
 
 NO_BOUND = -(1 << 62)
 """``tau`` when the query has no window: earlier than every time."""
 
 UNLIMITED = 1 << 62
+
+MAX_VISIT_LISTS = 64
+"""Distinct sets of active states per batch for which a visit list is built."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +53,6 @@ class Settings:
     limit: int | None
 
 
-Emit = Callable[[int, int, tuple[int, ...], Hashable], object]
-"""``emit(start, end, positions, partition_key)`` for each complex event."""
 
 
 class Engine:
@@ -58,6 +63,11 @@ class Engine:
         self.settings = settings
         self.single = Evaluator(dfa)
         self.partitions: dict[Hashable, Evaluator] = {}
+        # How many partitions each automaton state is active in, and the set
+        # of those states (None when it must be recomputed): an event is only
+        # looked at when it is not inert for some active state.
+        self._counts: dict[int, int] = {}
+        self._global: frozenset[int] | None = frozenset()
         self.tau: int | float = NO_BOUND
         """The window bound at the latest event: nothing before it is reachable."""
 
@@ -66,14 +76,15 @@ class Engine:
         bits: np.ndarray,
         positions: Sequence[int],
         times: Sequence[int] | Sequence[float] | None,
-        keys: Sequence[Hashable] | None,
+        key_columns: Sequence[Sequence[Hashable]] | None,
         emit: Emit,
     ) -> None:
         """Process one batch of events, calling ``emit`` for each complex event.
 
         ``times`` is None for event windows and unwindowed queries (positions
-        serve as times).  ``keys`` holds the partition key per event (None
-        for an event outside every partition) or is None if not partitioned.
+        serve as times).  ``key_columns`` holds the values of the PARTITION
+        BY attributes, one sequence per attribute (None if not partitioned);
+        an event with a null key attribute belongs to no partition.
         """
         n = len(positions)
         if n == 0:
@@ -84,9 +95,11 @@ class Engine:
         limit = settings.limit if settings.limit is not None else UNLIMITED
         consume = settings.consume
         uniq, inverse = np.unique(bits, return_inverse=True)
+        inverse = inverse.reshape(-1)
         values: list[int] = uniq.tolist()
-        codes: list[int] = inverse.reshape(-1).tolist()
+        codes: list[int] = inverse.tolist()
         skip_tables: dict[frozenset[int], list[bool]] = {}
+        visit_lists: dict[frozenset[int], list[int]] = {}
 
         def skip_table(active: frozenset[int]) -> list[bool]:
             table = skip_tables.get(active)
@@ -96,23 +109,54 @@ class Engine:
                 skip_tables[active] = table
             return table
 
+        def visits(active: frozenset[int]) -> list[int] | None:
+            """Indices of the events not inert for ``active`` (None: most of them).
+
+            One vectorized pass over the batch per distinct set of active
+            states; when most events matter, checking each one is cheaper than
+            jumping.
+            """
+            if active in visit_lists:
+                return visit_lists[active]
+            relevant = ~np.array(skip_table(active), dtype=bool)
+            found: list[int] | None = None
+            if len(visit_lists) < MAX_VISIT_LISTS:
+                index = np.flatnonzero(relevant[inverse])
+                if len(index) * 2 < n:
+                    found = index.tolist()
+            visit_lists[active] = found
+            return found
+
         time_of = positions if times is None else times
         partitions = self.partitions
+        partitioned = key_columns is not None
         ev = self.single
-        skip_key = ev.active_key
-        skip = skip_table(skip_key)
-        for i in range(n):
-            if keys is not None:
-                key = keys[i]
-                if key is None:
+        active = self._active()
+        todo = visits(active)
+        skip = skip_table(active)
+        k = 0
+        i = 0
+        key: Hashable = None
+        while i < n:
+            if todo is not None:
+                if k >= len(todo):
+                    break
+                i = todo[k]
+                k += 1
+            elif skip[codes[i]]:
+                i += 1
+                continue
+            if partitioned:
+                key = tuple(col[i] for col in key_columns)  # type: ignore[union-attr]
+                if None in key:  # type: ignore[operator]
+                    i += 1
                     continue
                 ev = partitions.get(key)  # type: ignore[assignment]
                 if ev is None:
                     ev = partitions[key] = Evaluator(dfa)
                 if skip_table(ev.active_key)[codes[i]]:
+                    i += 1
                     continue
-            elif skip[codes[i]]:
-                continue
             pos = positions[i]
             time = time_of[i]
             tau = NO_BOUND if window is None else time - window
@@ -120,22 +164,57 @@ class Engine:
             outputs = ev.step(pos, time, values[codes[i]], tau)  # type: ignore[arg-type]
             if outputs:
                 found = 0
-                key = keys[i] if keys is not None else None
-
-                def emit_here(start: int, ps: tuple[int, ...], _k: Hashable = key, _e: int = pos) -> None:
-                    emit(start, _e, ps, _k)
-
                 for node in outputs:
-                    found += enumerate_node(node, tau, emit_here, limit - found)  # type: ignore[arg-type]
+                    found += enumerate_node(node, tau, emit, limit - found, pos, key)
                     if found >= limit:
                         break
                 if found and consume != "NONE":
                     if consume == "ANY":
                         self.single.clear()
+                        for other in partitions.values():
+                            self._retire(other)
                         partitions.clear()
                     else:
                         ev.clear()
-            ev.active_key = frozenset(ev.table)
-            if keys is None and ev.active_key != skip_key:
-                skip_key = ev.active_key
-                skip = skip_table(skip_key)
+            i += 1
+            if len(ev.table) != len(ev.active_key) or not ev.active_key.issuperset(ev.table):
+                self._update(ev)
+                now = self._active()
+                if now != active:
+                    active = now
+                    skip = skip_table(active)
+                    todo = visits(active)
+                    if todo is not None:
+                        k = bisect.bisect_left(todo, i)
+
+    def _active(self) -> frozenset[int]:
+        """The automaton states active in some partition."""
+        if not self.settings.partitioned:
+            return self.single.active_key
+        if self._global is None:
+            self._global = frozenset(self._counts)
+        return self._global
+
+    def _update(self, ev: Evaluator) -> None:
+        """Refresh ``ev.active_key`` and, when partitioned, the per-state counts."""
+        new = frozenset(ev.table)
+        old = ev.active_key
+        if new == old:
+            return
+        ev.active_key = new
+        if self.settings.partitioned:
+            counts = self._counts
+            for s in old - new:
+                counts[s] -= 1
+                if not counts[s]:
+                    del counts[s]
+                    self._global = None
+            for s in new - old:
+                if s not in counts:
+                    counts[s] = 0
+                    self._global = None
+                counts[s] += 1
+
+    def _retire(self, ev: Evaluator) -> None:
+        ev.clear()
+        self._update(ev)

@@ -18,15 +18,18 @@ by time order so is everything after it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from kleene.runtime.tecs import OUTPUT, UNION, Node
 
+Emit = Callable[[int, int, tuple[int, ...], Hashable], object]
+"""``emit(start, end, positions, partition_key)`` for each complex event."""
+
 
 def enumerate_node(
-    node: Node, tau: int, emit: Callable[[int, tuple[int, ...]], object], limit: int
+    node: Node, tau: int | float, emit: Emit, limit: int, end: int, key: Hashable = None
 ) -> int:
-    """Call ``emit(start, positions)`` for each complex event of ``node`` in the window.
+    """Call ``emit(start, end, positions, key)`` per complex event of ``node`` in the window.
 
     Stops after ``limit`` complex events; returns how many were emitted.
     """
@@ -52,7 +55,7 @@ def enumerate_node(
                 while chain is not None:
                     positions.append(chain[0])  # type: ignore[index]
                     chain = chain[1]  # type: ignore[index]
-                emit(n[2], tuple(positions))
+                emit(n[2], end, tuple(positions), key)
                 count += 1
                 if count >= limit:
                     return count

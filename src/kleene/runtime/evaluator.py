@@ -39,6 +39,7 @@ class Evaluator:
         # Union nodes still within reach of the window, for tecs.sever().
         self.unions: list[Node] = []
         self._sweep_at = 4096
+        # The states of ``table`` as last reported to the engine (for skipping).
         self.active_key: frozenset[int] = frozenset()
 
     def clear(self) -> None:
@@ -46,7 +47,6 @@ class Evaluator:
         self.table = {}
         self.merged = {}
         self.unions = []
-        self.active_key = frozenset()
 
     def step(self, pos: int, time: int, bits: int, tau: int) -> list[Node]:
         """Process the event at input position ``pos``; return the nodes to enumerate.

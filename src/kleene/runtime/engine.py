@@ -24,10 +24,9 @@ dropped.  ``WITHIN n EVENTS`` uses positions as times.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-
-import bisect
 
 import numpy as np
 
@@ -99,7 +98,7 @@ class Engine:
         values: list[int] = uniq.tolist()
         codes: list[int] = inverse.tolist()
         skip_tables: dict[frozenset[int], list[bool]] = {}
-        visit_lists: dict[frozenset[int], list[int]] = {}
+        visit_lists: dict[frozenset[int], list[int] | None] = {}
 
         def skip_table(active: frozenset[int]) -> list[bool]:
             table = skip_tables.get(active)
@@ -148,7 +147,7 @@ class Engine:
                 continue
             if partitioned:
                 key = tuple(col[i] for col in key_columns)  # type: ignore[union-attr]
-                if None in key:  # type: ignore[operator]
+                if None in key:
                     i += 1
                     continue
                 ev = partitions.get(key)  # type: ignore[assignment]

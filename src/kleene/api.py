@@ -400,17 +400,20 @@ def _batches(source: Any) -> Iterator[pa.RecordBatch]:
     if not isinstance(source, Iterable):
         raise KleeneError(f"cannot read events from {type(source).__name__}")
     it = iter(source)
-    while True:
-        chunk = list(itertools.islice(it, DICT_BATCH))
-        if not chunk:
-            return
-        if isinstance(chunk[0], pa.RecordBatch):
-            yield from chunk  # an iterator of batches
-            continue
-        if isinstance(chunk[0], pa.Table):
-            for t in chunk:
-                yield from t.to_batches()
-            continue
+    first = next(it, None)
+    if first is None:
+        return
+    if isinstance(first, (pa.RecordBatch, pa.Table)):
+        # Batches are consumed one at a time, never read ahead: memory stays
+        # that of one batch, and progress reporting follows the evaluation.
+        for item in itertools.chain([first], it):
+            if isinstance(item, pa.Table):
+                yield from item.to_batches()
+            else:
+                yield item
+        return
+    rows = itertools.chain([first], it)
+    while chunk := list(itertools.islice(rows, DICT_BATCH)):
         yield _from_dicts(chunk)
 
 

@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import pyarrow as pa
 
@@ -280,11 +280,7 @@ def _run(args: argparse.Namespace, stderr: IO[str]) -> int:
     query_text = load_query(args.query)
     policy = bad_row_policy(args.on_bad_row, args.quarantine)
     with policy:
-        compile_query: Any = getattr(kleene, "compile", None)
-        if compile_query is None:
-            print("kleene: this build has no query engine (kleene.compile is missing)", file=stderr)
-            return EXIT_OTHER
-        query = compile_query(
+        query = kleene.compile(
             query_text,
             type_column=args.type_column,
             time_column=args.time_column,

@@ -425,8 +425,9 @@ def _fix_int_division(a: _Vec, b: _Vec, r: Any, n: int) -> Any:
     an operand exceeds 2**53.  Recompute just those rows exactly."""
     xs = np.broadcast_to(np.int64(a.data) if a.scalar else a.data, (n,))
     ys = np.broadcast_to(np.int64(b.data) if b.scalar else b.data, (n,))
-    big = (np.abs(xs.astype(np.float64)) > _EXACT_FLOAT_INT) | (
-        np.abs(ys.astype(np.float64)) > _EXACT_FLOAT_INT
+    # (as floats, |x| >= 2**53 catches every int beyond 2**53 and cannot overflow)
+    big = (np.abs(xs.astype(np.float64)) >= _EXACT_FLOAT_INT) | (
+        np.abs(ys.astype(np.float64)) >= _EXACT_FLOAT_INT
     )
     if not big.any():
         return r
@@ -485,7 +486,8 @@ def _cmp_int_float(op: str, i: _Vec, f: _Vec, n: int) -> Any:
     """
     fn = _CMP[op]
     if i.is_object():  # Python ints vs floats compare exactly, elementwise
-        return fn(i.data, f.data)
+        with np.errstate(invalid="ignore"):  # NaN rows are masked by the caller
+            return fn(i.data, f.data)
     if i.scalar:
         c: int = i.data
         fi = float(c) if abs(c) < 2**1000 else (np.inf if c > 0 else -np.inf)

@@ -374,7 +374,7 @@ def test_one_row_batches_match_the_big_batch() -> None:
             "s": pa.array(rng.choice(["MSFT", "XMSFTX", "AAPL"], n)),
         }
     )
-    preds = [
+    preds: list[ast.Pred] = [
         cmp(">", binop("/", A("f"), A("x")), C(0)),
         ast.Like(A("s"), "MSFT"),
         ast.POr(ast.InSet(A("x"), (C(1), C(2))), ast.InRange(A("f"), C(-1), C(1))),
@@ -404,7 +404,7 @@ def test_columns_of_other_types() -> None:
 
 
 def test_attribute_kinds_are_inferred() -> None:
-    preds = [
+    preds: list[ast.Pred] = [
         cmp(">", binop("*", A("price"), C(2)), C(1)),
         ast.Like(A("name"), "M.*"),
         cmp("==", A("active"), C(True)),

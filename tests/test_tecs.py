@@ -6,14 +6,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kleene.runtime import tecs
-from kleene.runtime.enumeration import enumerate_node
+from kleene.runtime.enumeration import Found, enumerate_node
 from kleene.runtime.tecs import UNION
 
 
 def collect(node: tecs.Node, tau: int = -(10**9), limit: int = 10**9) -> list[tuple[int, tuple[int, ...]]]:
-    out: list[tuple[int, tuple[int, ...]]] = []
-    enumerate_node(node, tau, lambda s, e, ps, k: out.append((s, ps)), limit, 0)
-    return out
+    out: list[Found] = []
+    enumerate_node(node, tau, out, limit, 0)
+    return [(s, ps) for s, _, ps, _ in out]
 
 
 def odepth(n: tecs.Node) -> int:

@@ -36,6 +36,7 @@ from kleene.language.errors import DataError, KleeneError, UnsupportedError
 from kleene.language.parser import parse
 from kleene.language.schema import Schema
 from kleene.runtime.engine import Engine, Settings
+from kleene.runtime.enumeration import Found
 from kleene.runtime.store import EventStore
 
 DICT_BATCH = 4096
@@ -279,11 +280,12 @@ class _Session:
         if not self.checked:
             check(q.ast, q.text, Schema.from_arrow(batch.schema, q.type_column))
             self.checked = True
+        original = batch
         batch, bad = conform(batch, q.requirements, type_column=q.type_column)
         keep = np.ones(n, dtype=bool)
         for row, column, reason in bad:
             if keep[row]:
-                self._set_aside(batch, row, int(positions[row]), column, reason)
+                self._set_aside(original, row, int(positions[row]), column, reason)
                 keep[row] = False
         times = self._times(batch, positions, keep)
         if not keep.all():
@@ -295,20 +297,18 @@ class _Session:
             return []
         keys = self._keys(batch)
         bits = q.predicates.evaluate(batch)
-        out: list[Match] = []
-
-        def emit(start: int, end: int, ps: tuple[int, ...], key: Hashable) -> None:
-            out.append(Match(start, end, ps, key))
+        found: list[Found] = []
 
         pos_list: list[int] = positions.tolist()
         time_list = times.tolist() if times is not None else None
         if with_events:
             max_time = time_list[-1] if time_list is not None else pos_list[-1]
             self.store.add(batch, positions, max_time)
-        self.engine.run_batch(bits, pos_list, time_list, keys, emit)
+        self.engine.run_batch(bits, pos_list, time_list, keys, found)
         if not with_events:
-            return out
-        events = [self._materialize(m) for m in out]
+            new = tuple.__new__
+            return [new(Match, f) for f in found]
+        events = [self._materialize(*f) for f in found]
         self.store.release_before(self.engine.tau)
         return events
 
@@ -367,17 +367,18 @@ class _Session:
                 raise DataError("a PARTITION BY attribute is missing", column=a)
         return [batch.column(a).to_pylist() for a in attrs]
 
-    def _materialize(self, m: Match) -> ComplexEvent:
+    def _materialize(
+        self, start: int, end: int, positions: tuple[int, ...], key: Hashable
+    ) -> ComplexEvent:
         attrs = self.query._attrs
         type_column = self.query.type_column
         events = []
-        for p in m.positions:
+        for p in positions:
             row = self.store.event(p)
             if attrs is not None:
                 row = {k: row.get(k) for k in (type_column, *attrs)}
             events.append(row)
-        key = m.partition
-        return ComplexEvent(m.start, m.end, m.positions, tuple(events), key)  # type: ignore[arg-type]
+        return ComplexEvent(start, end, positions, tuple(events), key)  # type: ignore[arg-type]
 
 
 def _batches(source: Any) -> Iterator[pa.RecordBatch]:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kleene.automata.cea import CEA, Transition
+from kleene.automata.predicates import structural_key
 from kleene.language import ast
 
 
@@ -79,7 +80,8 @@ class Atoms:
         return 1 << self.event_types.index(name)
 
     def pred_mask(self, pred: ast.Pred) -> int:
-        return 1 << (len(self.event_types) + self.preds.index(pred))
+        keys = [structural_key(p) for p in self.preds]
+        return 1 << (len(self.event_types) + keys.index(structural_key(pred)))
 
     @property
     def width(self) -> int:
@@ -87,8 +89,10 @@ class Atoms:
 
 
 def _filter_preds(cond: ast.FilterExpr, out: list[ast.Pred]) -> None:
+    # Deduplicated by structure, not ==: Const(True) == Const(1) in Python,
+    # yet `b = true` and `b = 1` are different predicates.
     if isinstance(cond, ast.FilterAtom):
-        if cond.pred not in out:
+        if all(structural_key(cond.pred) != structural_key(p) for p in out):
             out.append(cond.pred)
     else:
         _filter_preds(cond.left, out)

@@ -63,6 +63,8 @@ _INT64_MAX = 2**63 - 1
 _TWO_63 = float(2**63)
 _EXACT_FLOAT_INT = 2**53
 """Integers of at most this magnitude convert to float64 without rounding."""
+_LONG_DOUBLE_EXACT = np.finfo(np.longdouble).nmant >= 63
+"""Whether long double holds every int64 exactly (x86-64 Linux: yes)."""
 
 
 class TooManyPredicatesError(KleeneError):
@@ -421,21 +423,35 @@ def _int_arith(op: str, a: _Vec, b: _Vec, n: int, valid: np.ndarray | None) -> _
 
 
 def _fix_int_division(a: _Vec, b: _Vec, r: Any, n: int) -> Any:
-    """Python's int / int is correctly rounded; float(a) / float(b) is not once
-    an operand exceeds 2**53.  Recompute just those rows exactly."""
+    """Make int / int correctly rounded, as Python's is.
+
+    float(a) / float(b) rounds twice once an operand exceeds 2**53 (think of
+    nanosecond timestamps).  Those rows are divided again in 80-bit long
+    double, where every int64 is exact; rounding that to float64 is correct
+    unless the long double quotient sits exactly halfway between two floats —
+    rare rows, which Python then divides exactly.
+    """
     xs = np.broadcast_to(np.int64(a.data) if a.scalar else a.data, (n,))
     ys = np.broadcast_to(np.int64(b.data) if b.scalar else b.data, (n,))
     # (as floats, |x| >= 2**53 catches every int beyond 2**53 and cannot overflow)
     big = (np.abs(xs.astype(np.float64)) >= _EXACT_FLOAT_INT) | (
         np.abs(ys.astype(np.float64)) >= _EXACT_FLOAT_INT
     )
+    big &= ys != 0
     if not big.any():
         return r
     r = np.array(np.broadcast_to(r, (n,)), dtype=np.float64)
-    for i in np.flatnonzero(big):
-        y = int(ys[i])
-        if y != 0:
-            r[i] = int(xs[i]) / y
+    rows = np.flatnonzero(big)
+    exact = rows
+    if _LONG_DOUBLE_EXACT:
+        q = xs[rows].astype(np.longdouble) / ys[rows].astype(np.longdouble)
+        d = q.astype(np.float64)
+        off = np.abs(q - d)  # exact; halfway is half the gap to the float beyond
+        gap = np.abs(np.spacing(d))  # (or half of it, below a power of two)
+        r[rows] = d
+        exact = rows[(off == gap / 2) | (off == gap / 4)]
+    for i in exact:
+        r[i] = int(xs[i]) / int(ys[i])
     return r
 
 

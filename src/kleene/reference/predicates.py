@@ -25,6 +25,7 @@ Conventions (decisions, documented so that the engine can match them):
 from __future__ import annotations
 
 import functools
+import math
 import operator
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -78,6 +79,8 @@ def value(expr: ast.Expr, event: Mapping[str, Any]) -> Value:
             raise Undefined(f"attribute {expr.name!r} missing")
         if not isinstance(v, int | float | str | bool):
             raise Undefined(f"attribute {expr.name!r} has unsupported value {v!r}")
+        if isinstance(v, float) and math.isnan(v):
+            raise Undefined(f"attribute {expr.name!r} is NaN")
         return v
     if isinstance(expr, ast.Neg):
         return -_number(value(expr.operand, event))

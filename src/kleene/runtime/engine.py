@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kleene.automata.determinize import LazyDFA
-from kleene.runtime.enumeration import Emit, enumerate_node
+from kleene.runtime.enumeration import Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
 
 NO_BOUND = -(1 << 62)
@@ -76,9 +76,9 @@ class Engine:
         positions: Sequence[int],
         times: Sequence[int] | Sequence[float] | None,
         key_columns: Sequence[Sequence[Hashable]] | None,
-        emit: Emit,
+        out: list[Found],
     ) -> None:
-        """Process one batch of events, calling ``emit`` for each complex event.
+        """Process one batch of events, appending its complex events to ``out``.
 
         ``times`` is None for event windows and unwindowed queries (positions
         serve as times).  ``key_columns`` holds the values of the PARTITION
@@ -164,7 +164,7 @@ class Engine:
             if outputs:
                 found = 0
                 for node in outputs:
-                    found += enumerate_node(node, tau, emit, limit - found, pos, key)
+                    found += enumerate_node(node, tau, out, limit - found, pos, key)
                     if found >= limit:
                         break
                 if found and consume != "NONE":

@@ -18,26 +18,28 @@ by time order so is everything after it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 
 from kleene.runtime.tecs import OUTPUT, UNION, Node
 
-Emit = Callable[[int, int, tuple[int, ...], Hashable], object]
-"""``emit(start, end, positions, partition_key)`` for each complex event."""
+Found = tuple[int, int, tuple[int, ...], Hashable]
+"""A complex event as enumerated: ``(start, end, positions, partition_key)``."""
 
 
 def enumerate_node(
-    node: Node, tau: int | float, emit: Emit, limit: int, end: int, key: Hashable = None
+    node: Node, tau: int | float, out: list[Found], limit: int, end: int, key: Hashable = None
 ) -> int:
-    """Call ``emit(start, end, positions, key)`` per complex event of ``node`` in the window.
+    """Append ``(start, end, positions, key)`` to ``out`` per complex event of ``node``.
 
-    Stops after ``limit`` complex events; returns how many were emitted.
+    Only complex events that start at ``tau`` or later are enumerated (the
+    window).  Stops after ``limit`` complex events; returns how many were
+    appended.
     """
     if node[1] < tau or limit <= 0:
         return 0
     count = 0
     stack: list[tuple[Node, object]] = [(node, None)]
-    pop, push = stack.pop, stack.append
+    pop, push, append = stack.pop, stack.append, out.append
     while stack:
         n, chain = pop()
         while True:
@@ -55,7 +57,7 @@ def enumerate_node(
                 while chain is not None:
                     positions.append(chain[0])  # type: ignore[index]
                     chain = chain[1]  # type: ignore[index]
-                emit(n[2], end, tuple(positions), key)
+                append((n[2], end, tuple(positions), key))
                 count += 1
                 if count >= limit:
                     return count

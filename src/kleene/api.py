@@ -116,6 +116,9 @@ def compile(  # noqa: A001 - the natural name, as re.compile
 class Query:
     """A compiled CEQL query, ready to run over events."""
 
+    skip_inert = True
+    """Skip events that cannot change any run (see kleene.runtime.engine); tests turn it off."""
+
     def __init__(
         self,
         query: ast.Query,
@@ -262,7 +265,7 @@ class _Session:
 
     def __init__(self, query: Query) -> None:
         self.query = query
-        self.engine = Engine(LazyDFA(query.cea), query.settings)
+        self.engine = Engine(LazyDFA(query.cea), query.settings, skip_inert=query.skip_inert)
         spec = query._policy_spec
         self.policy = spec if isinstance(spec, BadRowPolicy) else BadRowPolicy(spec)
         self.next_row = 0

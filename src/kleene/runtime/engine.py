@@ -57,9 +57,13 @@ class Settings:
 class Engine:
     """The evaluation state of one query over one stream (all partitions)."""
 
-    def __init__(self, dfa: LazyDFA, settings: Settings) -> None:
+    def __init__(self, dfa: LazyDFA, settings: Settings, *, skip_inert: bool = True) -> None:
         self.dfa = dfa
         self.settings = settings
+        self.skip_inert = skip_inert
+        """False turns skipping off (every event is stepped): for tests and measurements."""
+        self.steps = 0
+        """How many events went through Algorithm 1 (the others were skipped)."""
         self.single = Evaluator(dfa)
         self.partitions: dict[Hashable, Evaluator] = {}
         # How many partitions each automaton state is active in, and the set
@@ -104,7 +108,9 @@ class Engine:
             table = skip_tables.get(active)
             if table is None:
                 states = (0, *active)
-                table = [all(dfa.inert(s, v) for s in states) for v in values]
+                table = [
+                    self.skip_inert and all(dfa.inert(s, v) for s in states) for v in values
+                ]
                 skip_tables[active] = table
             return table
 
@@ -117,6 +123,8 @@ class Engine:
             """
             if active in visit_lists:
                 return visit_lists[active]
+            if not self.skip_inert:
+                return None
             relevant = ~np.array(skip_table(active), dtype=bool)
             found: list[int] | None = None
             if len(visit_lists) < MAX_VISIT_LISTS:
@@ -160,6 +168,7 @@ class Engine:
             time = time_of[i]
             tau = NO_BOUND if window is None else time - window
             self.tau = tau
+            self.steps += 1
             outputs = ev.step(pos, time, values[codes[i]], tau)  # type: ignore[arg-type]
             if outputs:
                 found = 0
@@ -176,7 +185,7 @@ class Engine:
                     else:
                         ev.clear()
             i += 1
-            if len(ev.table) != len(ev.active_key) or not ev.active_key.issuperset(ev.table):
+            if ev.table.keys() != ev.active_key:
                 self._update(ev)
                 now = self._active()
                 if now != active:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from kleene.automata.determinize import DEAD, LazyDFA
 from kleene.runtime import tecs
-from kleene.runtime.tecs import OUTPUT, Node, insert, merge
+from kleene.runtime.tecs import BOTTOM, OUTPUT, Node, insert, merge
 
 
 class Evaluator:
@@ -63,17 +63,15 @@ class Evaluator:
         new: dict[int, list[Node]] = {}
 
         # A run may start here: q0 first, it has the largest maximum start.
-        bottom = (tecs.BOTTOM, time, pos)
         hit = cache[0].get(bits)
         m, u = hit if hit is not None else dfa.compute(0, bits)
         if m != DEAD:
-            node = (OUTPUT, time, pos, bottom)
-            new[m] = [node]
+            new[m] = [(OUTPUT, time, pos, (BOTTOM, time, pos))]
         if u != DEAD:
             if u in new:
-                insert(new[u], bottom, unions)
+                insert(new[u], (BOTTOM, time, pos), unions)
             else:
-                new[u] = [bottom]
+                new[u] = [(BOTTOM, time, pos)]
 
         for p, ul in old.items():
             if ul[0][1] < tau:

@@ -7,13 +7,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
-from strategies import cases
 
 import kleene
 from kleene.automata.compile import Atoms, compile_pattern
 from kleene.automata.determinize import DEAD, LazyDFA
 from kleene.language.parser import parse_query
 from kleene.language.printer import to_ceql
+from strategies import cases
 
 
 def stock(n: int, seed: int = 7) -> pa.Table:

@@ -92,3 +92,21 @@ def test_inertness_depends_on_contiguity() -> None:
     assert not inert_after_first("SELECT * FROM S WHERE A : B", {"A": True}, {"A": False})
     # an event that moves the run on is never inert
     assert not inert_after_first("SELECT * FROM S WHERE A ; B", {"A": True}, {"B": True})
+
+
+def test_expired_partitions_are_released() -> None:
+    """Keys that never come back must not keep an evaluator forever (bounded memory)."""
+    n = 60_000
+    table = pa.table(
+        {
+            "type": ["SELL", "BUY", "BUY"] * (n // 3),
+            "price": [150.0, 10.0, 10.0] * (n // 3),
+            "name": [i // 3 for i in range(n)],  # every key appears 3 times, then never again
+        }
+    )
+    q = kleene.compile(
+        "SELECT * FROM S WHERE SELL as a ; BUY as b FILTER a[price > 100] "
+        "PARTITION BY [name] WITHIN 5 EVENTS"
+    )
+    assert sum(1 for _ in q.matches(table)) == 2 * (n // 3)
+    assert len(q._last.engine.partitions) < 10_000  # 20,000 keys were seen

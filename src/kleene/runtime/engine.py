@@ -39,6 +39,9 @@ NO_BOUND = -(1 << 62)
 
 UNLIMITED = 1 << 62
 
+SWEEP_STEPS = 8192
+"""Steps between two sweeps for expired partitions (at least)."""
+
 MAX_VISIT_LISTS = 64
 """Distinct sets of active states per batch for which a visit list is built."""
 
@@ -71,6 +74,7 @@ class Engine:
         # looked at when it is not inert for some active state.
         self._counts: dict[int, int] = {}
         self._global: frozenset[int] | None = frozenset()
+        self._sweep_at = SWEEP_STEPS
         self.tau: int | float = NO_BOUND
         """The window bound at the latest event: nothing before it is reachable."""
 
@@ -185,6 +189,11 @@ class Engine:
                     else:
                         ev.clear()
             i += 1
+            if partitioned:
+                if not ev.table:
+                    partitions.pop(key, None)  # an empty evaluator is a fresh one: free it
+                if self.steps >= self._sweep_at:
+                    self._evict_expired(tau)
             if ev.table.keys() != ev.active_key:
                 self._update(ev)
                 now = self._active()
@@ -226,3 +235,15 @@ class Engine:
     def _retire(self, ev: Evaluator) -> None:
         ev.clear()
         self._update(ev)
+
+    def _evict_expired(self, tau: float) -> None:
+        """Drop partitions whose every run started before the window.
+
+        Keeps memory bounded when partition keys keep changing (a key seen
+        once must not keep an evaluator forever).  Amortized: the next sweep
+        waits for as many steps as there are partitions left.
+        """
+        partitions = self.partitions
+        for key in [k for k, e in partitions.items() if all(ul[0][1] < tau for ul in e.table.values())]:
+            self._retire(partitions.pop(key))
+        self._sweep_at = self.steps + max(SWEEP_STEPS, len(partitions))

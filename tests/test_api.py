@@ -1,0 +1,105 @@
+"""The Python API: every kind of source gives the same complex events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import kleene
+
+QUERY = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] WITHIN 3 EVENTS"
+ROWS: list[dict[str, Any]] = [
+    {"type": "SELL", "name": "MSFT", "price": 101.0},
+    {"type": "BUY", "name": "ORCL", "price": 20.0},
+    {"type": "SELL", "name": "IBM", "price": 50.0},
+    {"type": "BUY", "name": "AAPL", "price": 300.0},
+    {"type": "SELL", "name": "X", "price": 150.0},
+    {"type": "BUY", "name": "Y", "price": 1.0},
+]
+EXPECTED = [(0, 1, (0, 1)), (0, 3, (0, 3)), (4, 5, (4, 5))]
+
+
+def triples(events: Any) -> list[tuple[int, int, tuple[int, ...]]]:
+    return [(ce.start, ce.end, ce.positions) for ce in events]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(ROWS, id="dicts"),
+        pytest.param(iter(ROWS), id="iterator of dicts"),
+        pytest.param(pa.Table.from_pylist(ROWS), id="table"),
+        pytest.param(pa.Table.from_pylist(ROWS).to_batches(max_chunksize=2), id="batches"),
+        pytest.param(pd.DataFrame(ROWS), id="pandas"),
+    ],
+)
+def test_every_source_gives_the_same_complex_events(source: Any) -> None:
+    q = kleene.compile(QUERY)
+    assert triples(q.run(source)) == EXPECTED
+    assert triples(q.matches(pa.Table.from_pylist(ROWS))) == EXPECTED
+
+
+def test_complex_event_carries_its_events() -> None:
+    (first, *_) = kleene.compile(QUERY).run(ROWS)
+    assert first.events == (ROWS[0], ROWS[1])
+    assert first.to_dict() == {
+        "start": 0,
+        "end": 1,
+        "positions": [0, 1],
+        "events": [ROWS[0], ROWS[1]],
+    }
+
+
+def test_incremental_push_equals_run() -> None:
+    q = kleene.compile(QUERY)
+    pushed = [ce for row in ROWS for ce in q.push(row)]
+    assert triples(pushed) == EXPECTED
+    # the query's own state goes on: a new SELL and BUY continue the stream at position 6
+    more = q.push_batch(pa.Table.from_pylist([{"type": "SELL", "name": "Z", "price": 120.0},
+                                             {"type": "BUY", "name": "W", "price": 5.0}]))
+    assert set(triples(more)) == {(6, 7, (6, 7)), (4, 7, (4, 7))}
+
+
+def test_projection_and_partition_key() -> None:
+    q = kleene.compile(
+        "SELECT b[price] FROM S WHERE SELL as a; BUY as b PARTITION BY [name] WITHIN 10 EVENTS"
+    )
+    rows = [
+        {"type": "SELL", "name": "A", "price": 1.0},
+        {"type": "SELL", "name": "B", "price": 2.0},
+        {"type": "BUY", "name": "A", "price": 3.0},
+    ]
+    (ce,) = q.run(rows)
+    assert (ce.start, ce.end, ce.positions, ce.partition) == (0, 2, (2,), ("A",))
+    assert ce.events == ({"type": "BUY", "price": 3.0},)
+    assert ce.to_dict()["partition"] == ["A"]
+
+
+def test_schema_from_create_stream() -> None:
+    text = (
+        "CREATE STREAM S { EVENT SELL { name:string, price:double }, "
+        "EVENT BUY { name:string, price:double } }\n" + QUERY
+    )
+    assert triples(kleene.compile(text).run(ROWS)) == EXPECTED
+    with pytest.raises(kleene.QueryError) as err:
+        kleene.compile(text.replace("a[price > 100]", "a[volume > 100]"))
+    assert err.value.line == 2 and "volume" in err.value.message
+
+
+def test_unsupported_constructs_are_rejected_not_run() -> None:
+    for text in (
+        "SELECT MAX * FROM S WHERE SELL; BUY",
+        "SELECT NEXT * FROM S WHERE SELL; BUY",
+        "SELECT * FROM S WHERE SELL AND BUY",
+        "SELECT * FROM S WHERE SELL UNLESS BUY",
+    ):
+        with pytest.raises(kleene.UnsupportedError, match="not supported yet"):
+            kleene.compile(text)
+
+
+def test_time_window_needs_a_time_column() -> None:
+    with pytest.raises(kleene.QueryError, match="time_column"):
+        kleene.compile("SELECT * FROM S WHERE SELL; BUY WITHIN 5 seconds")

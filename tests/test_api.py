@@ -103,3 +103,15 @@ def test_unsupported_constructs_are_rejected_not_run() -> None:
 def test_time_window_needs_a_time_column() -> None:
     with pytest.raises(kleene.QueryError, match="time_column"):
         kleene.compile("SELECT * FROM S WHERE SELL; BUY WITHIN 5 seconds")
+
+
+def test_session_with_explicit_positions() -> None:
+    """Edges that number rows themselves (Spark: by time, then row id) pass positions."""
+    q = kleene.compile(QUERY)
+    session = q.session()
+    table = pa.Table.from_pylist(ROWS)
+    first = session.feed(table.slice(0, 3).to_batches()[0], positions=[10, 11, 15])
+    rest = session.feed(table.slice(3).to_batches()[0], positions=[16, 20, 21])
+    assert triples(first + rest) == [(10, 11, (10, 11)), (20, 21, (20, 21))]  # WITHIN 3 on positions
+    with pytest.raises(kleene.KleeneError, match="increase"):
+        session.feed(table.slice(0, 1).to_batches()[0], positions=[5])

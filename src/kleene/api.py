@@ -174,28 +174,32 @@ class Query:
             limit=query.limit,
         )
         self._attrs = self._projected_attributes()
-        self._session = _Session(self)
+        self._session = Session(self)
 
     # ------------------------------------------------------------ public API
+    def session(self) -> Session:
+        """A fresh evaluation state, fed batch by batch with :meth:`Session.feed`."""
+        return Session(self)
+
     @property
     def bad_rows(self) -> BadRowPolicy:
         """The bad-row policy of the latest run (or of push/push_batch)."""
         return self._last.policy
 
     @property
-    def _last(self) -> _Session:
+    def _last(self) -> Session:
         return getattr(self, "_last_session", self._session)
 
     def run(self, source: Any) -> Iterator[ComplexEvent]:
         """Evaluate the query over a whole source, from a fresh state."""
-        session = _Session(self)
+        session = Session(self)
         self._last_session = session
         for batch in _batches(source):
             yield from session.feed(batch, with_events=True)  # type: ignore[misc]
 
     def matches(self, source: Any) -> Iterator[Match]:
         """Like :meth:`run`, but without the events' data (cheaper)."""
-        session = _Session(self)
+        session = Session(self)
         self._last_session = session
         for batch in _batches(source):
             yield from session.feed(batch, with_events=False)  # type: ignore[misc]
@@ -262,8 +266,13 @@ def _attributes(pred: ast.Pred | ast.Expr) -> set[str]:
     return out
 
 
-class _Session:
-    """The evaluation state of one run: engine, input position, time, stored events."""
+class Session:
+    """The evaluation state of one query over one stream: engine, positions, time, stored events.
+
+    :meth:`Query.run`, :meth:`Query.matches` and :meth:`Query.push` each use
+    one.  Edges that define positions themselves (Spark orders rows by time
+    and a row id) call :meth:`feed` with explicit ``positions``.
+    """
 
     def __init__(self, query: Query) -> None:
         self.query = query
@@ -275,13 +284,31 @@ class _Session:
         self.store = EventStore()
         self.checked = query.schema is not None
 
-    def feed(self, batch: pa.RecordBatch, *, with_events: bool) -> list[Match] | list[ComplexEvent]:
+    def feed(
+        self,
+        batch: pa.RecordBatch,
+        *,
+        with_events: bool = True,
+        positions: np.ndarray | None = None,
+    ) -> list[Match] | list[ComplexEvent]:
+        """Evaluate one batch; return the complex events it completes.
+
+        ``positions`` (int64, increasing, after every earlier one) numbers the
+        rows; by default rows are numbered by arrival.
+        """
         q = self.query
         n = batch.num_rows
-        positions = np.arange(self.next_row, self.next_row + n, dtype=np.int64)
-        self.next_row += n
+        if positions is None:
+            positions = np.arange(self.next_row, self.next_row + n, dtype=np.int64)
+        else:
+            positions = np.asarray(positions, dtype=np.int64)
+            if len(positions) != n:
+                raise KleeneError("one position per row is needed")
+            if n and (positions[0] < self.next_row or (np.diff(positions) <= 0).any()):
+                raise KleeneError("positions must increase, also across batches")
         if n == 0:
             return []
+        self.next_row = int(positions[-1]) + 1
         if not self.checked:
             check(q.ast, q.text, Schema.from_arrow(batch.schema, q.type_column))
             self.checked = True

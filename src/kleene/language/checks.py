@@ -14,7 +14,7 @@ learns what is wrong and only then what is missing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import re2
 
@@ -228,30 +228,26 @@ class _Checker:
         self, attr: str, var: str, types: frozenset[str], span: Span
     ) -> AttrKind | None:
         """Check ``attr`` exists on every event type ``var`` may bind; its kind."""
-        schema = self.schema
-        if schema is None:
-            return None
-        kinds: set[AttrKind] = set()
-        for event_type in sorted(types):
-            attrs = schema.attributes(event_type)
-            if attrs is None:
-                continue
-            if attr not in attrs:
-                who = (
-                    f"event type {event_type!r}"
-                    if var == event_type
-                    else f"event type {event_type!r} (bound to {var!r})"
-                )
-                raise self.error(f"unknown attribute {attr!r}: {who} has no such attribute"
-                                 f"{_known(attrs)}", span)
-            kind = schema.attribute_kind(event_type, attr)
-            if kind is not None:
-                kinds.add(kind)
-        return kinds.pop() if len(kinds) == 1 else None
+
+        def where(event_type: str) -> str:
+            bound = "" if var == event_type else f" (bound to {var!r})"
+            return f"unknown attribute {attr!r}: event type {event_type!r}{bound}"
+
+        return self._kind_everywhere(attr, types, span, where)
 
     def attribute_everywhere(
         self, attr: str, types: frozenset[str], span: Span, clause: str
     ) -> AttrKind | None:
+        """Check ``attr`` exists on every event type in ``types`` (for ``clause``)."""
+        return self._kind_everywhere(
+            attr, types, span,
+            lambda event_type: f"unknown attribute {attr!r} in {clause}: event type {event_type!r}",
+        )
+
+    def _kind_everywhere(
+        self, attr: str, types: frozenset[str], span: Span, where: Callable[[str], str]
+    ) -> AttrKind | None:
+        """The one kind ``attr`` has across ``types`` (None if unknown or mixed)."""
         schema = self.schema
         if schema is None:
             return None
@@ -261,11 +257,7 @@ class _Checker:
             if attrs is None:
                 continue
             if attr not in attrs:
-                raise self.error(
-                    f"unknown attribute {attr!r} in {clause}: "
-                    f"event type {event_type!r} has no such attribute{_known(attrs)}",
-                    span,
-                )
+                raise self.error(f"{where(event_type)} has no such attribute{_known(attrs)}", span)
             kind = schema.attribute_kind(event_type, attr)
             if kind is not None:
                 kinds.add(kind)

@@ -5,7 +5,7 @@
     kleene run QUERY --input FILE [--output OUT.jsonl] [--format csv|jsonl|parquet]
                [--time-column COL] [--time-unit s|ms|us|ns] [--type-column COL]
                [--on-bad-row error|skip|quarantine [FILE]] [--quarantine FILE]
-               [--batch-size N] [--no-progress]
+               [--batch-size N] [--no-progress] [--engine python|spark [--master URL]]
 
 Exit codes are part of the interface, so that scripts can tell a mistake in
 the query (2: fix the query; the message shows a caret under the offending
@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pyarrow as pa
 
@@ -94,6 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="never show the progress bar (shown on stderr when it is a terminal, results are not "
         "printed to a terminal, and the run lasts over a second)",
     )
+    run.add_argument(
+        "--engine",
+        choices=["python", "spark"],
+        default="python",
+        help="python (default): evaluate in this process; spark: read and evaluate with Spark "
+        "(rows ordered by --time-column, then input order; only --on-bad-row error)",
+    )
+    run.add_argument("--master", default="local[*]", metavar="URL", help="Spark master for --engine spark (default: local[*])")
     return parser
 
 
@@ -277,6 +285,8 @@ class _Output:
 
 
 def _run(args: argparse.Namespace, stderr: IO[str]) -> int:
+    if args.engine == "spark":
+        return _run_spark(args, stderr)
     query_text = load_query(args.query)
     policy = bad_row_policy(args.on_bad_row, args.quarantine)
     with policy:
@@ -314,6 +324,97 @@ def _run(args: argparse.Namespace, stderr: IO[str]) -> int:
     if policy.count:
         print(f"kleene: {policy.summary()}", file=stderr)
     return EXIT_OK
+
+
+def _run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
+    """``--engine spark``: the same query and output format, evaluated by :func:`kleene.spark.detect`.
+
+    Spark numbers rows by (time column, input order), so on a file sorted by
+    time the positions are the in-process engine's.  Only the ``error``
+    bad-row policy exists on Spark (a bad row fails the job, exit 3).
+    Complex events are written in (end, start, positions) order, streamed
+    to the driver with ``toLocalIterator``; the output file is replaced only
+    when the run succeeds, as with the in-process engine.
+    """
+    from kleene.io.readers import detect_format
+
+    query_text = load_query(args.query)
+    if (args.on_bad_row and args.on_bad_row != ["error"]) or args.quarantine:
+        raise UsageError("--engine spark supports only --on-bad-row error")
+    query = kleene.compile(
+        query_text,
+        type_column=args.type_column,
+        time_column=args.time_column,
+        time_unit=args.time_unit,
+    )
+    if not Path(args.input).exists():
+        raise OSError(f"cannot read {args.input!r}: no such file")
+    fmt = detect_format(args.input, args.format)
+    from pyspark.sql import SparkSession
+
+    from kleene.spark import detect, local_session
+
+    # Stop the session at the end only if this run started it (a caller's
+    # session, e.g. in tests or a notebook, is left running).
+    owned = SparkSession.getActiveSession() is None
+    spark = local_session(args.master, app_name="kleene run")
+    try:
+        reader = spark.read
+        if fmt == "csv":
+            df = reader.option("header", True).option("inferSchema", True).csv(args.input)
+        elif fmt == "parquet":
+            df = reader.parquet(args.input)
+        else:
+            df = reader.json(args.input)
+        try:
+            result = detect(df, query)
+        except (DataError, QueryError):
+            raise
+        except kleene.KleeneError as exc:
+            raise DataError(str(exc)) from exc
+        output = _Output(args.output)
+        try:
+            rows = result.orderBy("end", "start", "positions").toLocalIterator()
+            attrs = query._attrs
+            for row in rows:
+                output.writer.write(_spark_event(row.asDict(recursive=True), query.type_column, attrs))
+            output.commit()
+        except BaseException as exc:
+            output.abort()
+            error = _task_data_error(exc)
+            if error is not None:
+                raise error from exc
+            raise
+    finally:
+        if owned:
+            spark.stop()
+    return EXIT_OK
+
+
+def _spark_event(row: dict[str, Any], type_column: str, attrs: tuple[str, ...] | None) -> kleene.ComplexEvent:
+    """A result row of :func:`kleene.spark.detect` as the engine's ComplexEvent.
+
+    Spark structs have every input column; under ``SELECT a[x, y]`` the
+    engine shows only the type and the listed attributes, so the others are
+    dropped here to keep the output identical.
+    """
+    events = []
+    for e in row["events"] or []:
+        if attrs is not None:
+            e = {k: e.get(k) for k in (type_column, *attrs)}
+        events.append(e)
+    part = row["partition"]
+    partition = tuple(part.values()) if isinstance(part, dict) else None
+    return kleene.ComplexEvent(row["start"], row["end"], tuple(row["positions"]), tuple(events), partition)
+
+
+def _task_data_error(exc: BaseException) -> DataError | None:
+    """A DataError raised inside a Spark task reaches the driver as text: recover its message."""
+    text = str(exc)
+    marker = "DataError: "
+    if marker not in text:
+        return None
+    return DataError(text.split(marker, 1)[1].strip().splitlines()[0])
 
 
 def _is_tty(stream: IO[str]) -> bool:

@@ -3,7 +3,9 @@
 Queries use event types A, B, C, whose events all carry ``v`` and ``w``
 (ints 0..9), ``s`` (one of "x", "y", "z") and ``k`` (int 0..2, the partition
 key).  Patterns use the core CEL operators (``;``, ``:``, OR, ``+``, ``:+``,
-AS, FILTER) up to depth 4 over unary predicates.  Every FILTER variable and
+AS, FILTER) up to depth 4 over unary predicates; with ``full_cel=True`` also
+AND, ALL, UNLESS, single-event NOT(...) and ``*``, and every selection
+strategy (the default is unchanged, for the core engine's tests).  Every FILTER variable and
 every SELECT variable occurs in the pattern it applies to, so generated
 queries are well-formed; a FILTER may still be vacuous at run time (a
 variable bound only on the other branch of an OR), on purpose.
@@ -143,66 +145,148 @@ def filter_exprs(draw: st.DrawFn, variables: tuple[str, ...], depth: int = 2) ->
 
 
 def variables_of(pattern: ast.Pattern) -> frozenset[str]:
-    """Variables bound somewhere in ``pattern`` (event types included)."""
+    """Variables a match of ``pattern`` can carry (event types included).
+
+    The right side of UNLESS and the inside of NOT(...) bind nothing outside
+    (only the left side's valuation survives UNLESS; NOT binds no variable),
+    so filters and SELECT lists never refer to them.
+    """
     if isinstance(pattern, ast.EventType):
         return frozenset({pattern.name})
     if isinstance(pattern, ast.As):
         return variables_of(pattern.pattern) | {pattern.var}
-    if isinstance(pattern, ast.Filter | ast.Iter):
+    if isinstance(pattern, ast.Filter | ast.Iter | ast.Star):
         return variables_of(pattern.pattern)
-    if isinstance(pattern, ast.Seq | ast.Or):
+    if isinstance(pattern, ast.Seq | ast.Or | ast.And | ast.All):
         return variables_of(pattern.left) | variables_of(pattern.right)
+    if isinstance(pattern, ast.Unless):
+        return variables_of(pattern.left)
+    if isinstance(pattern, ast.NotEvent):
+        return frozenset()
     raise TypeError(f"unexpected pattern {pattern!r}")
 
 
 @st.composite
-def patterns(draw: st.DrawFn, depth: int = 4) -> ast.Pattern:
+def not_events(draw: st.DrawFn) -> ast.NotEvent:
+    """``NOT(E)``, ``NOT(E FILTER E[P])`` or ``NOT(E AS v FILTER v[P])``: single events."""
+    event = ast.EventType(draw(st.sampled_from(TYPES)))
+    kind = draw(st.sampled_from(("type", "filter", "as")))
+    if kind == "type":
+        return ast.NotEvent(event)
+    if kind == "filter":
+        return ast.NotEvent(ast.Filter(event, ast.FilterAtom(event.name, draw(predicates(1)))))
+    var = draw(st.sampled_from(VARIABLES))
+    return ast.NotEvent(ast.Filter(ast.As(event, var), ast.FilterAtom(var, draw(predicates(1)))))
+
+
+FULL_KINDS = (
+    "as", "filter", "seq", "seq", "contig", "or", "iter", "citer",
+    "star", "star", "and", "all", "all", "unless", "unless", "not", "not",
+)  # fmt: skip
+
+
+@st.composite
+def patterns(draw: st.DrawFn, depth: int = 4, full_cel: bool = False) -> ast.Pattern:
+    """Random patterns; ``full_cel`` adds AND, ALL, UNLESS, NOT(...) and ``*``.
+
+    The default draws exactly what it always drew, so the core engine's
+    property tests (and their saved examples) are unaffected.
+    """
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         return ast.EventType(draw(st.sampled_from(TYPES)))
-    kind = draw(st.sampled_from(("as", "filter", "seq", "seq", "contig", "or", "iter", "citer")))
-    if kind in ("seq", "contig", "or"):
-        left, right = draw(patterns(depth - 1)), draw(patterns(depth - 1))
+    if full_cel:
+        kind = draw(st.sampled_from(FULL_KINDS))
+    else:
+        kind = draw(
+            st.sampled_from(("as", "filter", "seq", "seq", "contig", "or", "iter", "citer"))
+        )
+    if kind == "not":
+        return draw(not_events())
+    if kind == "and":
+        # Two independent patterns rarely have a match in common; AND of a
+        # pattern with a (re-filtered) copy of itself, or with a pattern of
+        # the same shape, makes non-empty results likely.
+        left = draw(patterns(depth - 1, full_cel))
+        right = draw(
+            st.one_of(
+                st.just(left),
+                _refiltered(left),
+                patterns(depth - 1, full_cel),
+            )
+        )
+        return ast.And(left, right)
+    if kind in ("seq", "contig", "or", "all", "unless"):
+        left = draw(patterns(depth - 1, full_cel))
+        right = draw(patterns(depth - 1, full_cel))
         if kind == "or":
             return ast.Or(left, right)
+        if kind == "all":
+            return ast.All(left, right)
+        if kind == "unless":
+            return ast.Unless(left, right)
         return ast.Seq(left, right, kind == "contig")
-    inner = draw(patterns(depth - 1))
-    if kind == "as":
+    inner = draw(patterns(depth - 1, full_cel))
+    bound = tuple(sorted(variables_of(inner)))
+    if kind == "as" or (kind == "filter" and not bound):
         return ast.As(inner, draw(st.sampled_from(VARIABLES)))
     if kind == "filter":
-        return ast.Filter(inner, draw(filter_exprs(tuple(sorted(variables_of(inner))))))
+        return ast.Filter(inner, draw(filter_exprs(bound)))
+    if kind == "star":
+        return ast.Star(inner)
     return ast.Iter(inner, kind == "citer")
+
+
+@st.composite
+def _refiltered(draw: st.DrawFn, pattern: ast.Pattern) -> ast.Pattern:
+    """``pattern`` under one more filter (or AS when it binds nothing)."""
+    bound = tuple(sorted(variables_of(pattern)))
+    if not bound:
+        return ast.As(pattern, draw(st.sampled_from(VARIABLES)))
+    return ast.Filter(pattern, draw(filter_exprs(bound, depth=0)))
 
 
 def iteration_depth(pattern: ast.Pattern) -> int:
     """Iterations along the worst path, counting every ``+`` of a sequence.
 
-    A rough measure of how fast the oracle's work grows with the stream.
+    A rough measure of how fast the oracle's work grows with the stream.  ALL
+    pairs every match of one side with every match of the other, so it
+    counts like a sequence plus one.
     """
-    if isinstance(pattern, ast.EventType):
+    if isinstance(pattern, ast.EventType | ast.NotEvent):
         return 0
-    if isinstance(pattern, ast.Iter):
+    if isinstance(pattern, ast.Iter | ast.Star):
         return 1 + iteration_depth(pattern.pattern)
     if isinstance(pattern, ast.As | ast.Filter):
         return iteration_depth(pattern.pattern)
     if isinstance(pattern, ast.Seq):
         return iteration_depth(pattern.left) + iteration_depth(pattern.right)
-    if isinstance(pattern, ast.Or):
+    if isinstance(pattern, ast.All):
+        return iteration_depth(pattern.left) + iteration_depth(pattern.right) + 1
+    if isinstance(pattern, ast.Or | ast.And | ast.Unless):
         return max(iteration_depth(pattern.left), iteration_depth(pattern.right))
     raise TypeError(f"unexpected pattern {pattern!r}")
 
 
+FULL_STRATEGIES: tuple[ast.Strategy, ...] = ("ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
+
+
 @st.composite
-def queries(draw: st.DrawFn, max_depth: int = 4) -> ast.Query:
-    where = draw(patterns(max_depth))
+def queries(draw: st.DrawFn, max_depth: int = 4, full_cel: bool = False) -> ast.Query:
+    """Random well-formed queries; ``full_cel`` uses the whole CEL language and every strategy."""
+    where = draw(patterns(max_depth, full_cel))
     bound = tuple(sorted(variables_of(where)))
     choice = draw(st.sampled_from(("*", "*", "none", "vars")))
     items: tuple[ast.SelectItem, ...] | None = None
     if choice == "none":
         items = ()
-    elif choice == "vars":
+    elif choice == "vars" and bound:  # NOT(...) alone binds nothing
         chosen = draw(st.lists(st.sampled_from(bound), min_size=1, max_size=3, unique=True))
         items = tuple(ast.SelectItem(v) for v in chosen)
-    strategy: ast.Strategy = draw(st.sampled_from(("ALL", "ALL", "ALL", "ANY")))
+    strategy: ast.Strategy
+    if full_cel:
+        strategy = draw(st.sampled_from(FULL_STRATEGIES))
+    else:
+        strategy = draw(st.sampled_from(("ALL", "ALL", "ALL", "ANY")))
     partition: tuple[tuple[str, ...], ...] = draw(st.sampled_from(((), (), (("k",),))))
     within = draw(
         st.one_of(
@@ -218,17 +302,20 @@ def queries(draw: st.DrawFn, max_depth: int = 4) -> ast.Query:
 
 @st.composite
 def cases(
-    draw: st.DrawFn, max_size: int = 30, max_depth: int = 4
+    draw: st.DrawFn, max_size: int = 30, max_depth: int = 4, full_cel: bool = False
 ) -> tuple[ast.Query, list[Event], list[int]]:
     """``(query, events, times)`` sized so that the oracle stays fast.
 
     The more iterations a query chains or nests, the shorter its stream; a
     window bounds the work too, so windowed queries get longer streams.
+    ``full_cel`` draws from the whole CEL language (see :func:`patterns`),
+    where ALL counts as one more iteration (it multiplies match sets).
     """
-    q = draw(queries(max_depth))
+    q = draw(queries(max_depth, full_cel))
     depth = iteration_depth(q.where)
     windowed = isinstance(q.within, ast.EventsWindow) and q.within.count <= 6
-    limit = max_size if depth == 0 or windowed else (24, 16, 12)[min(depth, 3) - 1]
+    sizes = (24, 16, 12, 10) if full_cel else (24, 16, 12)
+    limit = max_size if depth == 0 or windowed else sizes[min(depth, len(sizes)) - 1]
     size = min(max_size, limit)
     n = draw(st.integers(size // 2, size))  # hypothesis alone favours tiny streams
     evs, times = draw(streams(max_size=n, min_size=n))

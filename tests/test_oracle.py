@@ -167,23 +167,6 @@ def test_strategy_any_is_all() -> None:
     assert evaluate(q, types("SELL", "SELL", "BUY")) == {(0, 2, (0, 2)), (1, 2, (1, 2))}
 
 
-@pytest.mark.parametrize(
-    "q",
-    [
-        query(ast.And(et("A"), et("A"))),
-        query(ast.All(et("A"), et("B"))),
-        query(ast.Unless(et("A"), et("B"))),
-        query(seq(et("A"), ast.NotEvent(et("B")))),
-        query(ast.Star(et("A"))),
-        ast.Query(ast.Select("MAX"), ("S",), et("A")),
-        ast.Query(ast.Select("NEXT"), ("S",), et("A")),
-    ],
-)
-def test_unsupported(q: ast.Query) -> None:
-    with pytest.raises(NotImplementedError):
-        evaluate(q, types("A", "B"))
-
-
 def test_duration_window_needs_times() -> None:
     q = query(et("A"), within=ast.DurationWindow(5))
     with pytest.raises(ValueError, match="needs times"):

@@ -21,7 +21,24 @@ Semantics implemented (CORE paper §2 and the project's decisions):
   - ``φ1 ; φ2``: ``V1.end < V2.start``, interval ``[V1.start, V2.end]``,
     variables unioned; ``φ1 : φ2`` additionally requires ``V2.start`` to be
     the position right after ``V1.end`` *in the (sub)stream evaluated*;
-  - ``φ+`` / ``φ:+``: least fixpoint of ``⟦φ⟧ ∪ ⟦φ ; φ+⟧`` (resp. with ``:``).
+  - ``φ+`` / ``φ:+``: least fixpoint of ``⟦φ⟧ ∪ ⟦φ ; φ+⟧`` (resp. with ``:``);
+  - ``φ1 AND φ2``: ``V1``, ``V2`` with the same interval and the same
+    positions, variables unioned;
+  - ``φ1 ALL φ2``: ``V1``, ``V2`` in any order, overlapping or interleaved;
+    interval ``[min starts, max ends]``, variables unioned;
+  - ``φ1 UNLESS φ2``: ``V1`` such that no ``V2`` (of the same (sub)stream,
+    evaluated on its own) lies inside it: ``V1.start <= V2.start`` and
+    ``V2.end <= V1.end`` (thesis §3.3, inclusive bounds as spec §11 #6 says);
+  - ``NOT(ψ)`` (ψ a single-event pattern: ``E``, ``AS``, ``FILTER``, ``OR``
+    of those): ``[i, i]``, positions ``{i}``, no variable, for every event
+    ``i`` such that ``{i}`` is not a match of ``ψ``;
+  - ``φ*``: the valuations of ``φ+``, plus the *empty match* ε, which is
+    never a valuation of its own: a pattern is *nullable* (syntactically:
+    ``*``; ``;``/``:`` of two nullable; OR with a nullable side; ``+`` of a
+    nullable) and ``⟦φ1 ; φ2⟧`` adds ``⟦φ1⟧`` when ``φ2`` is nullable and
+    ``⟦φ2⟧`` when ``φ1`` is (ε is the identity of sequencing).  AS, FILTER,
+    AND, ALL, UNLESS and NOT treat a nullable operand as its non-empty
+    matches only; the query's output never contains ε.
 
 * PARTITION BY splits the stream into maximal substreams agreeing on every
   key attribute (events lacking one are dropped) and evaluates WHERE on each,
@@ -38,8 +55,14 @@ Semantics implemented (CORE paper §2 and the project's decisions):
 * FROM is ignored: every event given is in the stream.  An event type
   qualified by a stream (``S>R``) only checks events that carry a
   ``"__stream__"`` key.
-* Selection strategies ALL and ANY both mean "every match" (as in CORE);
-  the others raise NotImplementedError, as do AND, ALL, UNLESS, NOT and ``*``.
+* Selection strategies (CEL thesis §4, valuation-free reading of spec §3.5)
+  are applied per partition after WITHIN and before SELECT's projection and
+  CONSUME BY, to the *full* position sets ``D`` of the matches, comparing only
+  matches with the same end: ALL and ANY keep everything; STRICT keeps ``D``
+  when no event of the substream between ``min D`` and ``max D`` is missing
+  from it; NEXT (LAST) keeps the unique maximum of the order "``min (max) of
+  D △ D'`` is in the larger"; MAX keeps the ``D`` no other ``D'`` strictly
+  contains.  ``docs/cel-semantics.md`` gives the reasons.
 * LIMIT is **ignored**: which ``n`` complex events are kept per position
   depends on the engine's enumeration order, which a set semantics cannot
   express.  Differential tests should check that the engine's output is a
@@ -54,7 +77,7 @@ already too long are dropped early (intervals only grow when combined).
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -203,6 +226,102 @@ def _iterate(base: set[Valuation], contiguous: bool, ctx: _Context) -> set[Valua
     return result
 
 
+def nullable(pattern: ast.Pattern) -> bool:
+    """Whether the empty match ε belongs to ``pattern`` (only through ``*``).
+
+    ε is never stored as a valuation (a complex event is non-empty); the flag
+    only tells ``;``/``:`` that the operand may be skipped.  AS, FILTER, AND,
+    ALL, UNLESS and NOT deliberately cut it off (they use ``φ*`` as ``φ+``):
+    binding a variable to nothing, an empty conjunct, or "unless ε" (which
+    would exclude every match) are not useful readings.
+    """
+    if isinstance(pattern, ast.Star):
+        return True
+    if isinstance(pattern, ast.Seq):
+        return nullable(pattern.left) and nullable(pattern.right)
+    if isinstance(pattern, ast.Or):
+        return nullable(pattern.left) or nullable(pattern.right)
+    if isinstance(pattern, ast.Iter):
+        return nullable(pattern.pattern)
+    return False
+
+
+def single_event(pattern: ast.Pattern) -> bool:
+    """Whether every match of ``pattern`` is one event, so ``NOT(pattern)`` makes sense."""
+    if isinstance(pattern, ast.EventType):
+        return True
+    if isinstance(pattern, ast.As | ast.Filter):
+        return single_event(pattern.pattern)
+    if isinstance(pattern, ast.Or):
+        return single_event(pattern.left) and single_event(pattern.right)
+    return False
+
+
+def _all(left: set[Valuation], right: set[Valuation], ctx: _Context) -> set[Valuation]:
+    """``⟦φ1 ALL φ2⟧``: every pair, any order, overlap allowed, variables unioned."""
+    out: set[Valuation] = set()
+    for v1 in left:
+        ctx.charge(len(right))
+        for v2 in right:
+            start, end = min(v1.start, v2.start), max(v1.end, v2.end)
+            if ctx.admissible(start, end):
+                bindings = _merge(v1.bindings, v2.bindings)
+                out.add(Valuation(start, end, v1.positions | v2.positions, bindings))
+    return out
+
+
+def _and(left: set[Valuation], right: set[Valuation], ctx: _Context) -> set[Valuation]:
+    """``⟦φ1 AND φ2⟧``: pairs with the same positions (hence interval), variables unioned."""
+    by_positions: dict[frozenset[int], list[Valuation]] = defaultdict(list)
+    for v2 in right:
+        by_positions[v2.positions].append(v2)
+    out: set[Valuation] = set()
+    for v1 in left:
+        matches = by_positions.get(v1.positions, [])
+        ctx.charge(len(matches))
+        for v2 in matches:
+            out.add(v1._replace(bindings=_merge(v1.bindings, v2.bindings)))
+    return out
+
+
+def _unless(left: set[Valuation], right: set[Valuation]) -> set[Valuation]:
+    """``⟦φ1 UNLESS φ2⟧``: drop ``V1`` if some ``V2`` has ``V1.start <= V2.start <= V2.end <= V1.end``.
+
+    ``earliest_end[k]`` is the smallest end of a ``V2`` starting at or after
+    ``starts[k]``, so the test is one lookup per ``V1``.
+    """
+    if not right:
+        return set(left)
+    ends_by_start: dict[int, int] = {}
+    for v2 in right:
+        ends_by_start[v2.start] = min(v2.end, ends_by_start.get(v2.start, v2.end))
+    starts = sorted(ends_by_start)
+    earliest_end = [0] * len(starts)
+    best: int | None = None
+    for k in range(len(starts) - 1, -1, -1):
+        end = ends_by_start[starts[k]]
+        best = end if best is None else min(best, end)
+        earliest_end[k] = best
+    out: set[Valuation] = set()
+    for v1 in left:
+        k = bisect_left(starts, v1.start)
+        if k == len(starts) or earliest_end[k] > v1.end:
+            out.add(v1)
+    return out
+
+
+def _not_event(pattern: ast.NotEvent, ctx: _Context) -> set[Valuation]:
+    """``NOT(ψ)``: every event of the (sub)stream that is not a match of ψ on its own."""
+    if not single_event(pattern.pattern):
+        raise ValueError(
+            "NOT(...) needs a single-event pattern (an event type, with AS, FILTER or OR)"
+        )
+    hits = {v.start for v in _eval(pattern.pattern, ctx) if v.start == v.end}
+    out = {Valuation(i, i, frozenset((i,)), frozenset()) for i in ctx.positions if i not in hits}
+    ctx.charge(len(out))
+    return out
+
+
 def _eval(pattern: ast.Pattern, ctx: _Context) -> set[Valuation]:
     if isinstance(pattern, ast.EventType):
         out = set()
@@ -233,15 +352,26 @@ def _eval(pattern: ast.Pattern, ctx: _Context) -> set[Valuation]:
     if isinstance(pattern, ast.Or):
         return _eval(pattern.left, ctx) | _eval(pattern.right, ctx)
     if isinstance(pattern, ast.Seq):
-        return _sequence(
-            _eval(pattern.left, ctx), _eval(pattern.right, ctx), pattern.contiguous, ctx
-        )
+        left, right = _eval(pattern.left, ctx), _eval(pattern.right, ctx)
+        out = _sequence(left, right, pattern.contiguous, ctx)
+        if nullable(pattern.right):  # ψ ; ε = ψ
+            out |= left
+        if nullable(pattern.left):  # ε ; ψ = ψ
+            out |= right
+        return out
     if isinstance(pattern, ast.Iter):
+        # Empty iterations are the identity, so only the non-empty ones are chained.
         return _iterate(_eval(pattern.pattern, ctx), pattern.contiguous, ctx)
-    if isinstance(pattern, ast.And | ast.All | ast.Unless | ast.NotEvent | ast.Star):
-        raise NotImplementedError(
-            f"the reference oracle does not support {type(pattern).__name__} yet"
-        )
+    if isinstance(pattern, ast.Star):
+        return _iterate(_eval(pattern.pattern, ctx), False, ctx)
+    if isinstance(pattern, ast.And):
+        return _and(_eval(pattern.left, ctx), _eval(pattern.right, ctx), ctx)
+    if isinstance(pattern, ast.All):
+        return _all(_eval(pattern.left, ctx), _eval(pattern.right, ctx), ctx)
+    if isinstance(pattern, ast.Unless):
+        return _unless(_eval(pattern.left, ctx), _eval(pattern.right, ctx))
+    if isinstance(pattern, ast.NotEvent):
+        return _not_event(pattern, ctx)
     raise TypeError(f"not a pattern: {pattern!r}")
 
 
@@ -407,11 +537,13 @@ def evaluate(
     :class:`OracleBudgetExceeded`); None means no cap.  ``optimise=False``
     turns off early window pruning and records every variable: slower, same
     result (a test checks that).
+
+    Order of the clauses, per partition: WHERE, WITHIN, the selection
+    strategy (on full matches), SELECT's projection; then CONSUME BY over all
+    partitions.  WITHIN comes before the strategy so that a strategy chooses
+    among matches that can actually be reported (NEXT would otherwise pick an
+    old match the window then drops, and report nothing at that position).
     """
-    if query.select.strategy not in ("ALL", "ANY"):
-        raise NotImplementedError(
-            f"selection strategy {query.select.strategy} is not supported yet"
-        )
     _check_times(times, len(events))
     admissible, final = _window_test(query.within, events, times)
 
@@ -425,8 +557,10 @@ def evaluate(
     for key, positions in _partitions(query, events).items():
         ctx = _context(events, positions, type_key, tracked, admissible, budget)
         complex_events: set[ComplexEvent] = set()
-        for v in _eval(query.where, ctx):
-            if not final(v.start, v.end):
+        matches = [v for v in _eval(query.where, ctx) if final(v.start, v.end)]
+        kept = select_matches(query.select.strategy, {v.positions for v in matches}, positions)
+        for v in matches:
+            if v.positions not in kept:
                 continue
             if selected is None:
                 data = v.positions
@@ -438,6 +572,59 @@ def evaluate(
     if query.consume == "NONE":
         return {ce for _, ce in found}
     return _consume(found, per_partition=query.consume == "PARTITION")
+
+
+# ------------------------------------------------------- selection strategies
+
+
+def next_less(a: frozenset[int], b: frozenset[int]) -> bool:
+    """``a <_next b``: at the first position where they differ, ``b`` has it (thesis §4)."""
+    return a != b and min(a ^ b) in b
+
+
+def last_less(a: frozenset[int], b: frozenset[int]) -> bool:
+    """``a <_last b``: at the last position where they differ, ``b`` has it."""
+    return a != b and max(a ^ b) in b
+
+
+def _maximum(
+    group: Iterable[frozenset[int]], less: Callable[[frozenset[int], frozenset[int]], bool]
+) -> frozenset[int]:
+    """The maximum of a non-empty group under a total order given by ``less``."""
+    it = iter(group)
+    best = next(it)
+    for d in it:
+        if less(best, d):
+            best = d
+    return best
+
+
+def select_matches(
+    strategy: ast.Strategy, matches: Iterable[frozenset[int]], substream: Sequence[int]
+) -> set[frozenset[int]]:
+    """The matches (full position sets) a selection strategy keeps.
+
+    ``matches`` are the matches of one partition, ``substream`` its increasing
+    global positions.  Strategies only compare matches with the same end
+    (``max``), so each end position is decided on its own, from the prefix
+    that ends there (the thesis's streamability requirement).
+    """
+    all_matches = set(matches)
+    if strategy in ("ALL", "ANY"):
+        return all_matches
+    if strategy == "STRICT":
+        rank = {p: k for k, p in enumerate(substream)}
+        return {d for d in all_matches if rank[max(d)] - rank[min(d)] + 1 == len(d)}
+    by_end: dict[int, list[frozenset[int]]] = defaultdict(list)
+    for d in all_matches:
+        by_end[max(d)].append(d)
+    if strategy == "NEXT":
+        return {_maximum(group, next_less) for group in by_end.values()}
+    if strategy == "LAST":
+        return {_maximum(group, last_less) for group in by_end.values()}
+    if strategy == "MAX":
+        return {d for group in by_end.values() for d in group if not any(d < e for e in group)}
+    raise ValueError(f"unknown selection strategy {strategy!r}")
 
 
 def _consume(

@@ -179,6 +179,12 @@ def not_events(draw: st.DrawFn) -> ast.NotEvent:
     return ast.NotEvent(ast.Filter(ast.As(event, var), ast.FilterAtom(var, draw(predicates(1)))))
 
 
+BASE_KINDS = frozenset(("as", "filter", "seq", "contig", "or", "iter", "citer"))
+"""What the core engine has always supported; ``full_cel`` may add to it."""
+
+Language = bool | frozenset[str]
+"""``full_cel``: False (core), True (everything), or the extra kinds and strategies to use."""
+
 FULL_KINDS = (
     "as", "filter", "seq", "seq", "contig", "or", "iter", "citer",
     "star", "star", "and", "all", "all", "unless", "unless", "not", "not",
@@ -186,7 +192,7 @@ FULL_KINDS = (
 
 
 @st.composite
-def patterns(draw: st.DrawFn, depth: int = 4, full_cel: bool = False) -> ast.Pattern:
+def patterns(draw: st.DrawFn, depth: int = 4, full_cel: Language = False) -> ast.Pattern:
     """Random patterns; ``full_cel`` adds AND, ALL, UNLESS, NOT(...) and ``*``.
 
     The default draws exactly what it always drew, so the core engine's
@@ -194,7 +200,9 @@ def patterns(draw: st.DrawFn, depth: int = 4, full_cel: bool = False) -> ast.Pat
     """
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         return ast.EventType(draw(st.sampled_from(TYPES)))
-    if full_cel:
+    if isinstance(full_cel, frozenset):
+        kind = draw(st.sampled_from(tuple(k for k in FULL_KINDS if k in BASE_KINDS or k in full_cel)))
+    elif full_cel:
         kind = draw(st.sampled_from(FULL_KINDS))
     else:
         kind = draw(
@@ -271,7 +279,7 @@ FULL_STRATEGIES: tuple[ast.Strategy, ...] = ("ALL", "ANY", "NEXT", "LAST", "MAX"
 
 
 @st.composite
-def queries(draw: st.DrawFn, max_depth: int = 4, full_cel: bool = False) -> ast.Query:
+def queries(draw: st.DrawFn, max_depth: int = 4, full_cel: Language = False) -> ast.Query:
     """Random well-formed queries; ``full_cel`` uses the whole CEL language and every strategy."""
     where = draw(patterns(max_depth, full_cel))
     bound = tuple(sorted(variables_of(where)))
@@ -283,7 +291,9 @@ def queries(draw: st.DrawFn, max_depth: int = 4, full_cel: bool = False) -> ast.
         chosen = draw(st.lists(st.sampled_from(bound), min_size=1, max_size=3, unique=True))
         items = tuple(ast.SelectItem(v) for v in chosen)
     strategy: ast.Strategy
-    if full_cel:
+    if isinstance(full_cel, frozenset):
+        strategy = draw(st.sampled_from(("ALL", "ANY", *sorted(full_cel & set(FULL_STRATEGIES)))))
+    elif full_cel:
         strategy = draw(st.sampled_from(FULL_STRATEGIES))
     else:
         strategy = draw(st.sampled_from(("ALL", "ALL", "ALL", "ANY")))
@@ -302,7 +312,7 @@ def queries(draw: st.DrawFn, max_depth: int = 4, full_cel: bool = False) -> ast.
 
 @st.composite
 def cases(
-    draw: st.DrawFn, max_size: int = 30, max_depth: int = 4, full_cel: bool = False
+    draw: st.DrawFn, max_size: int = 30, max_depth: int = 4, full_cel: Language = False
 ) -> tuple[ast.Query, list[Event], list[int]]:
     """``(query, events, times)`` sized so that the oracle stays fast.
 

@@ -33,13 +33,11 @@ def compile_case(query: ast.Query) -> kleene.Query:
     return kleene.compile(to_ceql(query), time_column="__t", time_unit="ns")
 
 
-@settings(
-    max_examples=2000,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(cases())
-def test_engine_equals_oracle(case: Case) -> None:
+SUPPORTED_CEL = frozenset({"not", "star"})
+"""The constructs beyond the core language that the engine evaluates so far."""
+
+
+def check_against_oracle(case: Case) -> None:
     query, events, times = case
     try:
         expected = evaluate(query, events, times=times, budget=200_000)
@@ -55,6 +53,26 @@ def test_engine_equals_oracle(case: Case) -> None:
         per_end = Counter(end for _, end, _ in expected)
         got_per_end = Counter(end for _, end, _ in got)
         assert got_per_end == Counter({e: min(c, query.limit) for e, c in per_end.items()})
+
+
+@settings(
+    max_examples=2000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(cases())
+def test_engine_equals_oracle(case: Case) -> None:
+    check_against_oracle(case)
+
+
+@settings(
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(cases(full_cel=SUPPORTED_CEL))
+def test_engine_equals_oracle_with_not_and_star(case: Case) -> None:
+    check_against_oracle(case)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -228,8 +228,6 @@ def test_valid_predicates_pass() -> None:
         ("SELECT * FROM S WHERE A AND B", "A AND", "AND between patterns is not supported yet"),
         ("SELECT * FROM S WHERE A ; (B ALL C)", "B ALL", "ALL between patterns is not supported yet"),
         ("SELECT * FROM S WHERE A UNLESS B", "A UNLESS", "UNLESS between patterns is not supported yet"),
-        ("SELECT * FROM S WHERE A ; NOT(B FILTER B[x > 1]) ; C", "NOT", "NOT(...) patterns are not supported yet"),
-        ("SELECT * FROM S WHERE A ; B*", "B*", "Kleene star '*' is not supported yet"),
         ("SELECT NEXT * FROM S WHERE A", "SELECT", "selection strategy NEXT is not supported yet"),
         ("SELECT LAST * FROM S WHERE A", "SELECT", "selection strategy LAST"),
         ("SELECT MAX * FROM S WHERE A", "SELECT", "selection strategy MAX"),
@@ -329,3 +327,16 @@ def test_bound_variables() -> None:
     assert types["qqq"] == {"BUY", "SELL"} and types["msft"] == {"SELL"}
     assert types["all_"] == {"BUY", "SELL"}
     assert bound_variables(ast.EventType("A")) == {"A"}
+
+
+def test_not_takes_a_single_event_pattern() -> None:
+    accepted("SELECT * FROM S WHERE A ; NOT(B FILTER B[x > 1]) ; C")
+    accepted("SELECT * FROM S WHERE A ; NOT(B AS b OR C) ; C")
+    text = "SELECT * FROM S WHERE A ; NOT(B ; C)"
+    err = semantic_error(text)
+    assert "single-event pattern" in err.message and err.column == 27
+
+
+def test_variables_inside_not_are_not_bound_outside() -> None:
+    err = semantic_error("SELECT * FROM S WHERE A ; NOT(B AS b) FILTER b[x > 1]")
+    assert "not bound" in err.message

@@ -37,6 +37,7 @@ from kleene.language.checks import check
 from kleene.language.errors import DataError, KleeneError, UnsupportedError
 from kleene.language.parser import parse
 from kleene.language.schema import Schema
+from kleene.language.variables import variable_event_types
 from kleene.runtime.engine import Engine, Settings
 from kleene.runtime.enumeration import Found
 from kleene.runtime.store import EventStore
@@ -220,21 +221,31 @@ class Query:
     def _requirements(self) -> dict[str, Requirement]:
         """Which attributes must be valid on which event types.
 
-        An attribute is required on the events of type R when some transition
-        that reads an R event also tests a predicate reading the attribute.
+        ``FILTER x[P]`` reads the attributes of ``P`` on the events ``x`` can
+        be bound to: rows of those types must carry valid values.
         """
-        ntypes = len(self.atoms.event_types)
-        types_of_pred: dict[int, set[str]] = {}
-        for t in self.cea.transitions:
-            types = {n for i, n in enumerate(self.atoms.event_types) if t.mask >> i & 1}
-            for k in range(len(self.atoms.preds)):
-                if t.mask >> (ntypes + k) & 1:
-                    types_of_pred.setdefault(k, set()).update(types)
         kinds = self.predicates.attributes()
         req: dict[str, set[str]] = {}
-        for k, pred in enumerate(self.atoms.preds):
-            for attr in _attributes(pred):
-                req.setdefault(attr, set()).update(types_of_pred.get(k, set()))
+
+        def conditions(cond: ast.FilterExpr) -> Iterator[ast.FilterAtom]:
+            if isinstance(cond, ast.FilterAtom):
+                yield cond
+            else:
+                yield from conditions(cond.left)
+                yield from conditions(cond.right)
+
+        def walk(p: ast.Pattern) -> None:
+            if isinstance(p, ast.Filter):
+                scope = variable_event_types(p.pattern)
+                for atom in conditions(p.condition):
+                    for attr in _attributes(atom.pred):
+                        req.setdefault(attr, set()).update(scope.get(atom.var, ()))
+            for child in ("pattern", "left", "right"):
+                node = getattr(p, child, None)
+                if node is not None:
+                    walk(node)
+
+        walk(self.ast.where)
         out = {
             attr: Requirement(kinds.get(attr, "number"), frozenset(types))
             for attr, types in req.items()

@@ -6,9 +6,11 @@ A CEA ``(Q, Δ, q0, F)`` reads one event per transition.  A transition
 (``•``, *marked*) or not (``◦``).  A run may start at any position; no
 transition re-enters ``q0``.
 
-Predicates here are conjunctions of *atomic* predicates, each one bit of the
-event's predicate bit vector (CORE §4.4): a transition with ``mask`` fires on
-bit vector ``v`` iff ``v & mask == mask``.  Mask 0 is the predicate TRUE.
+Predicates here are conjunctions of *atomic* predicates and their negations,
+each atom one bit of the event's predicate bit vector (CORE §4.4): a
+transition with ``mask`` and ``neg`` fires on bit vector ``v`` iff
+``v & mask == mask`` and ``v & neg == 0``.  Both 0 is the predicate TRUE.
+Negated bits come from CORE's ``NOT(E FILTER ...)``.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ class Transition:
     mask: int
     marked: bool
     target: int
+    neg: int = 0
 
     def fires(self, bits: int) -> bool:
-        return bits & self.mask == self.mask
+        return bits & self.mask == self.mask and not bits & self.neg
 
 
 @dataclass(frozen=True)

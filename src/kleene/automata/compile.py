@@ -28,19 +28,36 @@ from kleene.language import ast
 
 @dataclass(frozen=True, slots=True)
 class _VT:
-    """A VCEA transition: predicate mask and the variables it binds."""
+    """A VCEA transition: predicate masks (see cea.py) and the variables it binds."""
 
     source: int
     mask: int
     labels: frozenset[str]
     target: int
+    neg: int = 0
+
+    def moved(self, source: int, target: int) -> _VT:
+        return _VT(source, self.mask, self.labels, target, self.neg)
+
+
+NOT_LABEL = "<not>"
+"""The label of the event matched by NOT(...): part of the match, bound to no variable."""
 
 
 @dataclass(frozen=True)
 class _Fragment:
+    """A VCEA under construction.
+
+    Invariant: initial states have no incoming transitions (so no TRUE
+    self-loop either).  ``nullable`` marks patterns that may match no event
+    (``φ*``); the empty match is only ever used inside a sequence or OR, never
+    output on its own.
+    """
+
     transitions: tuple[_VT, ...]
     initial: frozenset[int]
     finals: frozenset[int]
+    nullable: bool = False
 
 
 class Atoms:
@@ -120,7 +137,7 @@ class _Builder:
     def _As(self, p: ast.As) -> _Fragment:  # noqa: N802
         f = self.build(p.pattern)
         ts = tuple(
-            _VT(t.source, t.mask, t.labels | {p.var}, t.target) if t.labels else t
+            _VT(t.source, t.mask, t.labels | {p.var}, t.target, t.neg) if t.labels else t
             for t in f.transitions
         )
         return _Fragment(ts, f.initial, f.finals)
@@ -136,14 +153,19 @@ class _Builder:
         f = self.build(p.pattern)
         bit = self.atoms.pred_mask(cond.pred)
         ts = tuple(
-            _VT(t.source, t.mask | bit, t.labels, t.target) if cond.var in t.labels else t
+            _VT(t.source, t.mask | bit, t.labels, t.target, t.neg) if cond.var in t.labels else t
             for t in f.transitions
         )
         return _Fragment(ts, f.initial, f.finals)
 
     def _Or(self, p: ast.Or) -> _Fragment:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
-        return _Fragment(a.transitions + b.transitions, a.initial | b.initial, a.finals | b.finals)
+        return _Fragment(
+            a.transitions + b.transitions,
+            a.initial | b.initial,
+            a.finals | b.finals,
+            a.nullable or b.nullable,
+        )
 
     def _Seq(self, p: ast.Seq) -> _Fragment:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
@@ -151,12 +173,25 @@ class _Builder:
         if not p.contiguous:
             ts.extend(_VT(i, 0, frozenset(), i) for i in sorted(b.initial))
         ts.extend(
-            _VT(t.source, t.mask, t.labels, i)
+            t.moved(t.source, i)
             for t in a.transitions
             if t.target in a.finals
             for i in sorted(b.initial)
         )
-        return _Fragment(tuple(ts), a.initial, b.finals)
+        initial = a.initial
+        if a.nullable:
+            # The empty left side: a match may start with the right side.  Enter it
+            # through a fresh copy of its initial states without their TRUE loops,
+            # so the match starts at its first event and `:` stays contiguous.
+            entry = self.state()
+            ts.extend(
+                t.moved(entry, t.target)
+                for t in b.transitions
+                if t.source in b.initial and t.labels
+            )
+            initial = initial | {entry}
+        finals = b.finals | a.finals if b.nullable else b.finals
+        return _Fragment(tuple(ts), initial, finals, a.nullable and b.nullable)
 
     def _Iter(self, p: ast.Iter) -> _Fragment:  # noqa: N802
         f = self.build(p.pattern)
@@ -166,14 +201,37 @@ class _Builder:
             sources = (t.source, q) if t.source in f.initial else (t.source,)
             targets = (t.target, q) if t.target in f.finals else (t.target,)
             ts.extend(
-                _VT(s, t.mask, t.labels, d)
-                for s in sources
-                for d in targets
-                if (s, d) != (t.source, t.target)
+                t.moved(s, d) for s in sources for d in targets if (s, d) != (t.source, t.target)
             )
         if not p.contiguous:
             ts.append(_VT(q, 0, frozenset(), q))
-        return _Fragment(tuple(ts), f.initial, f.finals)
+        return _Fragment(tuple(ts), f.initial, f.finals, f.nullable)
+
+    def _Star(self, p: ast.Star) -> _Fragment:  # noqa: N802
+        """``φ*``: ``φ+`` or nothing (see :class:`_Fragment`)."""
+        f = self._Iter(ast.Iter(p.pattern))
+        return _Fragment(f.transitions, f.initial, f.finals, True)
+
+    def _NotEvent(self, p: ast.NotEvent) -> _Fragment:  # noqa: N802
+        """``NOT(ψ)``: one event on which the single-event pattern ψ does not hold.
+
+        ψ compiles to one-transition alternatives, conjunctions of atoms
+        ``c1 ∨ c2 ∨ ...``; their negation ``¬c1 ∧ ¬c2 ∧ ...`` is expanded into
+        alternatives that each forbid one atom of every ``ci``.  Overlapping
+        alternatives are harmless: determinization merges their runs.
+        """
+        inner = self.build(p.pattern)
+        terms = {(t.mask, t.neg) for t in inner.transitions}
+        if any(neg for _, neg in terms):
+            raise ValueError("NOT(...) cannot be nested")
+        choices: set[int] = {0}
+        for mask, _ in terms:
+            bits = [1 << i for i in range(mask.bit_length()) if mask >> i & 1]
+            choices = {c | b for c in choices for b in bits}
+        q1, q2 = self.state(), self.state()
+        label = frozenset({NOT_LABEL})
+        ts = tuple(_VT(q1, 0, label, q2, neg) for neg in sorted(choices))
+        return _Fragment(ts, frozenset({q1}), frozenset({q2}))
 
 
 def compile_pattern(
@@ -188,9 +246,7 @@ def compile_pattern(
     frag = builder.build(pattern)
     q0 = builder.state()
     vts = list(frag.transitions)
-    vts.extend(
-        _VT(q0, t.mask, t.labels, t.target) for t in frag.transitions if t.source in frag.initial
-    )
+    vts.extend(t.moved(q0, t.target) for t in frag.transitions if t.source in frag.initial)
 
     def marked(labels: frozenset[str]) -> bool:
         return bool(labels) if projection is None else bool(labels & projection)
@@ -209,11 +265,13 @@ def compile_pattern(
     transitions = tuple(
         sorted(
             {
-                Transition(numbering[t.source], t.mask, marked(t.labels), numbering[t.target])
+                Transition(
+                    numbering[t.source], t.mask, marked(t.labels), numbering[t.target], t.neg
+                )
                 for t in vts
                 if t.source in reachable and t.target in useful
             },
-            key=lambda t: (t.source, t.target, t.mask, t.marked),
+            key=lambda t: (t.source, t.target, t.mask, t.neg, t.marked),
         )
     )
     finals = frozenset(numbering[s] for s in frag.finals if s in useful)

@@ -58,7 +58,7 @@ class LazyDFA:
         unmarked: set[int] = set()
         for q in self.subsets[state]:
             for t in self._out[q]:
-                if bits & t.mask == t.mask:
+                if bits & t.mask == t.mask and not bits & t.neg:
                     (marked if t.marked else unmarked).add(t.target)
         result = (self._intern(frozenset(marked)), self._intern(frozenset(unmarked)))
         self.cache[state][bits] = result

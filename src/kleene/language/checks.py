@@ -32,10 +32,19 @@ _UNSUPPORTED_PATTERNS: dict[type, str] = {
     ast.And: "AND between patterns is not supported yet",
     ast.All: "ALL between patterns is not supported yet",
     ast.Unless: "UNLESS between patterns is not supported yet",
-    ast.NotEvent: "NOT(...) patterns are not supported yet",
-    ast.Star: "the Kleene star '*' is not supported yet; use '+' (one or more)",
 }
 _LIMIT_RE = re.compile(r"\blimit\s+(-?\s*\d)", re.IGNORECASE)
+
+
+def _single_event(p: ast.Pattern) -> bool:
+    """Does every match of ``p`` consist of exactly one event?"""
+    if isinstance(p, ast.EventType):
+        return True
+    if isinstance(p, ast.As | ast.Filter):
+        return _single_event(p.pattern)
+    if isinstance(p, ast.Or):
+        return _single_event(p.left) and _single_event(p.right)
+    return False
 
 
 def compile_like(pattern: str) -> re2._Regexp:
@@ -127,7 +136,16 @@ class _Checker:
             self.pattern(p.pattern)
             self.filter(p.condition, variable_event_types(p.pattern))
             return
-        if isinstance(p, ast.As | ast.Iter | ast.Star | ast.NotEvent):
+        if isinstance(p, ast.NotEvent):
+            if not _single_event(p.pattern):
+                raise self.error(
+                    "NOT(...) takes a single-event pattern: an event type, with AS and "
+                    "FILTER on it, or an OR of those",
+                    p.span,
+                )
+            self.pattern(p.pattern)
+            return
+        if isinstance(p, ast.As | ast.Iter | ast.Star):
             self.pattern(p.pattern)
             return
         self.pattern(p.left)
@@ -310,7 +328,7 @@ class _Checker:
             raise UnsupportedError(message, p.span.line, p.span.column, self.source)
         if isinstance(p, ast.EventType):
             return
-        if isinstance(p, ast.As | ast.Filter | ast.Iter):
+        if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
             self.unsupported_pattern(p.pattern)
             return
         assert isinstance(p, ast.Seq | ast.Or)

@@ -43,8 +43,13 @@ def variable_event_types(p: ast.Pattern) -> dict[str, frozenset[str]]:
         if isinstance(node, ast.EventType):
             add(node.name, frozenset((node.name,)))
             return
+        if isinstance(node, ast.NotEvent):
+            return  # the event of NOT(...) is in the match but binds no variable
         if isinstance(node, ast.As):
             add(node.var, event_types_of(node.pattern))
+        if isinstance(node, ast.Unless):
+            walk(node.left)  # the negated side only constrains, it binds nothing
+            return
         for child in _children(node):
             walk(child)
 

@@ -231,7 +231,6 @@ def test_valid_predicates_pass() -> None:
         ("SELECT NEXT * FROM S WHERE A", "SELECT", "selection strategy NEXT is not supported yet"),
         ("SELECT LAST * FROM S WHERE A", "SELECT", "selection strategy LAST"),
         ("SELECT MAX * FROM S WHERE A", "SELECT", "selection strategy MAX"),
-        ("SELECT STRICT * FROM S WHERE A", "SELECT", "selection strategy STRICT"),
     ],
 )
 def test_unsupported_constructs(text: str, needle: str, message: str) -> None:

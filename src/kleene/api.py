@@ -145,7 +145,9 @@ class Query:
         self.atoms.collect(query.where)
         items = query.select.items
         projection = None if items is None else frozenset(i.var for i in items)
-        self.cea = compile_pattern(query.where, self.atoms, projection)
+        self.cea = compile_pattern(
+            query.where, self.atoms, projection, strict=query.select.strategy == "STRICT"
+        )
         self.predicates = PredicateTable(
             self.atoms.event_types, self.atoms.preds, type_column=type_column
         )

@@ -235,18 +235,26 @@ class _Builder:
 
 
 def compile_pattern(
-    pattern: ast.Pattern, atoms: Atoms, projection: frozenset[str] | None = None
+    pattern: ast.Pattern,
+    atoms: Atoms,
+    projection: frozenset[str] | None = None,
+    *,
+    strict: bool = False,
 ) -> CEA:
     """Compile a CEL pattern to a CEA.
 
     ``projection`` is the set of SELECTed variables (``None`` for ``*``): an
-    event is marked iff it is bound to one of them.
+    event is marked iff it is bound to one of them.  ``strict`` keeps only
+    runs whose events are contiguous (``SELECT STRICT``).
     """
     builder = _Builder(atoms)
     frag = builder.build(pattern)
     q0 = builder.state()
     vts = list(frag.transitions)
     vts.extend(t.moved(q0, t.target) for t in frag.transitions if t.source in frag.initial)
+    finals_in = set(frag.finals)
+    if strict:
+        vts, q0, finals_in = _strict(vts, q0, finals_in)
 
     def marked(labels: frozenset[str]) -> bool:
         return bool(labels) if projection is None else bool(labels & projection)
@@ -259,7 +267,7 @@ def compile_pattern(
         forward.setdefault(t.source, set()).add(t.target)
         backward.setdefault(t.target, set()).add(t.source)
     reachable = _closure({q0}, forward)
-    useful = reachable & _closure(set(frag.finals), backward)
+    useful = reachable & _closure(finals_in, backward)
     reachable = useful | {q0}
     numbering = {s: n for n, s in enumerate(sorted(reachable))}
     transitions = tuple(
@@ -274,8 +282,45 @@ def compile_pattern(
             key=lambda t: (t.source, t.target, t.mask, t.neg, t.marked),
         )
     )
-    finals = frozenset(numbering[s] for s in frag.finals if s in useful)
+    finals = frozenset(numbering[s] for s in finals_in if s in useful)
     return CEA(len(numbering), transitions, numbering[q0], finals)
+
+
+def _strict(vts: list[_VT], q0: int, finals: set[int]) -> tuple[list[_VT], int, set[int]]:
+    """Product with a monitor that allows no gap inside a match (CEL thesis Thm 7.4).
+
+    An event is in the match iff its transition binds a variable (non-empty
+    label); a TRUE/∅ transition skips an event.  Once a run has skipped an
+    event after its first one, it may only skip: it can still reach a final
+    state only if it already did.  Runs start in mode "contiguous" (their
+    first event is in the match), so the product has two copies of each
+    state: ``(q, False)`` contiguous so far, ``(q, True)`` after a gap.
+    The strategy sees the whole match, before projection.
+    """
+    ids: dict[tuple[int, bool], int] = {}
+
+    def state(q: int, gap: bool) -> int:
+        return ids.setdefault((q, gap), len(ids))
+
+    start = state(q0, False)
+    by_source: dict[int, list[_VT]] = {}
+    for t in vts:
+        by_source.setdefault(t.source, []).append(t)
+    out: list[_VT] = []
+    todo = [(q0, False)]
+    seen = {(q0, False)}
+    while todo:
+        q, gap = todo.pop()
+        for t in by_source.get(q, ()):
+            if t.labels and gap:
+                continue  # an event of the match after a gap: not contiguous
+            nxt = (t.target, gap or not t.labels)
+            out.append(t.moved(state(q, gap), state(*nxt)))
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    new_finals = {i for (q, _), i in ids.items() if q in finals}
+    return out, start, new_finals
 
 
 def _closure(start: set[int], edges: dict[int, set[int]]) -> set[int]:

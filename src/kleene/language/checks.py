@@ -27,7 +27,7 @@ from kleene.language.variables import bound_variables, event_types_of, variable_
 
 __all__ = ["bound_variables", "check", "compile_like"]
 
-_UNSUPPORTED_STRATEGIES = ("NEXT", "LAST", "MAX", "STRICT")
+_UNSUPPORTED_STRATEGIES = ("NEXT", "LAST", "MAX")
 _UNSUPPORTED_PATTERNS: dict[type, str] = {
     ast.And: "AND between patterns is not supported yet",
     ast.All: "ALL between patterns is not supported yet",

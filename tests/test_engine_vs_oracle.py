@@ -33,7 +33,7 @@ def compile_case(query: ast.Query) -> kleene.Query:
     return kleene.compile(to_ceql(query), time_column="__t", time_unit="ns")
 
 
-SUPPORTED_CEL = frozenset({"not", "star", "STRICT"})
+SUPPORTED_CEL = frozenset({"not", "star", "and", "STRICT"})
 """The constructs beyond the core language that the engine evaluates so far."""
 
 
@@ -71,7 +71,7 @@ def test_engine_equals_oracle(case: Case) -> None:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(cases(full_cel=SUPPORTED_CEL))
-def test_engine_equals_oracle_with_not_star_strict(case: Case) -> None:
+def test_engine_equals_oracle_full_cel_so_far(case: Case) -> None:
     check_against_oracle(case)
 
 

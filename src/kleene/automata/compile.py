@@ -207,6 +207,41 @@ class _Builder:
             ts.append(_VT(q, 0, frozenset(), q))
         return _Fragment(tuple(ts), f.initial, f.finals, f.nullable)
 
+    def _And(self, p: ast.And) -> _Fragment:  # noqa: N802
+        """``φ1 AND φ2``: both read the same events, with the same events in the match.
+
+        A product automaton: a pair of transitions fires together when both
+        fire (their predicates conjoined) and both take the event into the
+        match or both skip it; the variables are unioned.  Starting together
+        and ending together, the two matches share their interval and their
+        positions.  ``φ*`` counts as ``φ+`` here (the empty match is no match).
+        """
+        a, b = self.build(p.left), self.build(p.right)
+        ids: dict[tuple[int, int], int] = {}
+
+        def pair(x: int, y: int) -> int:
+            if (x, y) not in ids:
+                ids[(x, y)] = self.state()
+                todo.append((x, y))
+            return ids[(x, y)]
+
+        out_a = _by_source(a.transitions)
+        out_b = _by_source(b.transitions)
+        todo: list[tuple[int, int]] = []
+        initial = frozenset(pair(x, y) for x in a.initial for y in b.initial)
+        ts: list[_VT] = []
+        while todo:
+            x, y = todo.pop()
+            for ta in out_a.get(x, ()):
+                for tb in out_b.get(y, ()):
+                    mask, neg = ta.mask | tb.mask, ta.neg | tb.neg
+                    if bool(ta.labels) != bool(tb.labels) or mask & neg:
+                        continue
+                    source = ids[(x, y)]
+                    ts.append(_VT(source, mask, ta.labels | tb.labels, pair(ta.target, tb.target), neg))
+        finals = frozenset(i for (x, y), i in ids.items() if x in a.finals and y in b.finals)
+        return _Fragment(tuple(ts), initial, finals)
+
     def _Star(self, p: ast.Star) -> _Fragment:  # noqa: N802
         """``φ*``: ``φ+`` or nothing (see :class:`_Fragment`)."""
         f = self._Iter(ast.Iter(p.pattern))
@@ -321,6 +356,13 @@ def _strict(vts: list[_VT], q0: int, finals: set[int]) -> tuple[list[_VT], int, 
                 todo.append(nxt)
     new_finals = {i for (q, _), i in ids.items() if q in finals}
     return out, start, new_finals
+
+
+def _by_source(transitions: tuple[_VT, ...]) -> dict[int, list[_VT]]:
+    out: dict[int, list[_VT]] = {}
+    for t in transitions:
+        out.setdefault(t.source, []).append(t)
+    return out
 
 
 def _closure(start: set[int], edges: dict[int, set[int]]) -> set[int]:

@@ -29,7 +29,6 @@ __all__ = ["bound_variables", "check", "compile_like"]
 
 _UNSUPPORTED_STRATEGIES = ("NEXT", "LAST", "MAX")
 _UNSUPPORTED_PATTERNS: dict[type, str] = {
-    ast.And: "AND between patterns is not supported yet",
     ast.All: "ALL between patterns is not supported yet",
     ast.Unless: "UNLESS between patterns is not supported yet",
 }
@@ -331,7 +330,7 @@ class _Checker:
         if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
             self.unsupported_pattern(p.pattern)
             return
-        assert isinstance(p, ast.Seq | ast.Or)
+        assert isinstance(p, ast.Seq | ast.Or | ast.And)
         self.unsupported_pattern(p.left)
         self.unsupported_pattern(p.right)
 

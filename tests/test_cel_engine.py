@@ -16,6 +16,7 @@ ENGINE_ROWS = {
     "12_strict_phi2",
     "13_strict_phi3",
     "19_strict_phi6",
+    "4_all",
     "21_without_unless_on_S2",
     "any_phi1",
 }

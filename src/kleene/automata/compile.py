@@ -242,6 +242,61 @@ class _Builder:
         finals = frozenset(i for (x, y), i in ids.items() if x in a.finals and y in b.finals)
         return _Fragment(tuple(ts), initial, finals)
 
+    def _All(self, p: ast.All) -> _Fragment:  # noqa: N802
+        """``φ1 ALL φ2``: both matches, in any order, possibly overlapping.
+
+        A product where each side is *before* its match (it ignores events),
+        *inside* it (in one of its states), or *after* it.  On each event each
+        side either ignores it (before/after) or takes one of its transitions;
+        a side whose transition enters a final state may finish there.  The
+        match starts at the first event either side takes and ends when the
+        second side finishes, so the interval spans both matches.
+        """
+        a, b = self.build(p.left), self.build(p.right)
+        before, after = -1, -2
+
+        def moves(f: _Fragment, out: dict[int, list[_VT]], mode: int) -> list[tuple[_VT | None, int]]:
+            if mode == after:
+                return [(None, after)]
+            sources = f.initial if mode == before else (mode,)
+            found: list[tuple[_VT | None, int]] = [(None, before)] if mode == before else []
+            for q in sources:
+                for t in out.get(q, ()):
+                    found.append((t, t.target))
+                    if t.target in f.finals and t.labels:
+                        found.append((t, after))
+            return found
+
+        out_a, out_b = _by_source(a.transitions), _by_source(b.transitions)
+        ids: dict[tuple[int, int], int] = {}
+        todo: list[tuple[int, int]] = []
+
+        def pair(x: int, y: int) -> int:
+            if (x, y) not in ids:
+                ids[(x, y)] = self.state()
+                todo.append((x, y))
+            return ids[(x, y)]
+
+        start = pair(before, before)
+        ts: list[_VT] = []
+        while todo:
+            x, y = todo.pop()
+            if (x, y) == (after, after):
+                continue  # both matches are complete: the run ends here
+            source = ids[(x, y)]
+            for ta, nx in moves(a, out_a, x):
+                for tb, ny in moves(b, out_b, y):
+                    if ta is None and tb is None and (x, y) == (before, before):
+                        continue  # a match starts with an event of one side
+                    mask = (ta.mask if ta else 0) | (tb.mask if tb else 0)
+                    neg = (ta.neg if ta else 0) | (tb.neg if tb else 0)
+                    if mask & neg:
+                        continue
+                    labels = (ta.labels if ta else frozenset()) | (tb.labels if tb else frozenset())
+                    ts.append(_VT(source, mask, labels, pair(nx, ny), neg))
+        finals = frozenset(i for key, i in ids.items() if key == (after, after))
+        return _Fragment(tuple(ts), frozenset({start}), finals)
+
     def _Star(self, p: ast.Star) -> _Fragment:  # noqa: N802
         """``φ*``: ``φ+`` or nothing (see :class:`_Fragment`)."""
         f = self._Iter(ast.Iter(p.pattern))

@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(rows ordered by --time-column, then input order; only --on-bad-row error)",
     )
     run.add_argument("--master", default="local[*]", metavar="URL", help="Spark master for --engine spark (default: local[*])")
+    from kleene.spark.stream_cli import add_stream_parser  # imports no Spark until it runs
+
+    add_stream_parser(commands)
     return parser
 
 
@@ -285,6 +288,8 @@ class _Output:
 
 
 def _run(args: argparse.Namespace, stderr: IO[str]) -> int:
+    if args.command == "stream":
+        return int(args.handler(args, stderr))
     if args.engine == "spark":
         return _run_spark(args, stderr)
     query_text = load_query(args.query)

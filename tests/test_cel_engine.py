@@ -17,6 +17,8 @@ ENGINE_ROWS = {
     "13_strict_phi3",
     "19_strict_phi6",
     "4_all",
+    "20_unless_on_S",
+    "21_unless_on_S2",
     "21_without_unless_on_S2",
     "any_phi1",
 }
@@ -41,3 +43,15 @@ def test_not_and_star_examples() -> None:
     assert {m.positions for m in q.matches(rows)} == {(0, 4), (0, 1, 4), (0, 3, 4), (0, 1, 3, 4)}
     q = kleene.compile("SELECT * FROM S WHERE A : B* : X")
     assert {m.positions for m in q.matches(rows)} == {(0, 1, 2)}
+
+
+def test_unless_example() -> None:
+    rows = [{"type": t} for t in "AXBAB"]
+    q = kleene.compile("SELECT * FROM S WHERE A ; B UNLESS X")
+    assert {m.positions for m in q.matches(rows)} == {(3, 4)}  # (0, 2) and (0, 4) contain X
+
+
+def test_unless_with_too_many_predicates_is_rejected_clearly() -> None:
+    preds = " AND ".join(f"B[v != {i}]" for i in range(11))
+    with pytest.raises(kleene.UnsupportedError, match="at most 10"):
+        kleene.compile(f"SELECT * FROM S WHERE A ; A UNLESS (B FILTER {preds})")

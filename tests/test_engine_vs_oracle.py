@@ -33,7 +33,7 @@ def compile_case(query: ast.Query) -> kleene.Query:
     return kleene.compile(to_ceql(query), time_column="__t", time_unit="ns")
 
 
-SUPPORTED_CEL = frozenset({"not", "star", "and", "all", "STRICT"})
+SUPPORTED_CEL = frozenset({"not", "star", "and", "all", "unless", "STRICT"})
 """The constructs beyond the core language that the engine evaluates so far."""
 
 

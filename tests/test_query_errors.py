@@ -225,7 +225,6 @@ def test_valid_predicates_pass() -> None:
 @pytest.mark.parametrize(
     ("text", "needle", "message"),
     [
-        ("SELECT * FROM S WHERE A UNLESS B", "A UNLESS", "UNLESS between patterns is not supported yet"),
         ("SELECT NEXT * FROM S WHERE A", "SELECT", "selection strategy NEXT is not supported yet"),
         ("SELECT LAST * FROM S WHERE A", "SELECT", "selection strategy LAST"),
         ("SELECT MAX * FROM S WHERE A", "SELECT", "selection strategy MAX"),

@@ -145,9 +145,13 @@ class Query:
         self.atoms.collect(query.where)
         items = query.select.items
         projection = None if items is None else frozenset(i.var for i in items)
-        self.cea = compile_pattern(
-            query.where, self.atoms, projection, strict=query.select.strategy == "STRICT"
-        )
+        try:
+            self.cea = compile_pattern(
+                query.where, self.atoms, projection, strict=query.select.strategy == "STRICT"
+            )
+        except ValueError as err:  # a construct too large to compile (see compile.py)
+            span = query.where.span
+            raise UnsupportedError(str(err), span.line, span.column, source) from None
         self.predicates = PredicateTable(
             self.atoms.event_types, self.atoms.preds, type_column=type_column
         )

@@ -40,6 +40,9 @@ class _VT:
         return _VT(source, self.mask, self.labels, target, self.neg)
 
 
+MAX_UNLESS_BITS = 10
+"""Atomic predicates an UNLESS pattern may test (its transitions are split by their values)."""
+
 NOT_LABEL = "<not>"
 """The label of the event matched by NOT(...): part of the match, bound to no variable."""
 
@@ -296,6 +299,64 @@ class _Builder:
                     ts.append(_VT(source, mask, labels, pair(nx, ny), neg))
         finals = frozenset(i for key, i in ids.items() if key == (after, after))
         return _Fragment(tuple(ts), frozenset({start}), finals)
+
+    def _Unless(self, p: ast.Unless) -> _Fragment:  # noqa: N802
+        """``φ1 UNLESS φ2``: a match of φ1 whose span contains no match of φ2.
+
+        Each run of φ1 carries the set of states of the runs of φ2 that
+        started inside its span (a subset construction, since φ2 is only
+        tested for existence); a run dies as soon as one of them completes.
+        Which φ2 transitions fire depends on the event's bits that φ2 tests,
+        so each φ1 transition is split by the values of those bits.
+        """
+        a, b = self.build(p.left), self.build(p.right)
+        relevant = 0
+        for t in b.transitions:
+            relevant |= t.mask | t.neg
+        bits = [1 << i for i in range(relevant.bit_length()) if relevant >> i & 1]
+        if len(bits) > MAX_UNLESS_BITS:
+            raise ValueError(
+                f"the UNLESS pattern tests {len(bits)} atomic predicates; at most "
+                f"{MAX_UNLESS_BITS} are supported"
+            )
+        valuations = [sum(b for k, b in enumerate(bits) if n >> k & 1) for n in range(1 << len(bits))]
+        out_a, out_b = _by_source(a.transitions), _by_source(b.transitions)
+
+        def advance(subset: frozenset[int], value: int) -> frozenset[int] | None:
+            """φ2's states after an event with these bits; None once φ2 has matched."""
+            nxt: set[int] = set()
+            for q in subset | b.initial:
+                for t in out_b.get(q, ()):
+                    if value & t.mask == t.mask and not value & t.neg:
+                        if t.target in b.finals:
+                            return None
+                        nxt.add(t.target)
+            return frozenset(nxt)
+
+        ids: dict[tuple[int, frozenset[int]], int] = {}
+        todo: list[tuple[int, frozenset[int]]] = []
+
+        def pair(q: int, subset: frozenset[int]) -> int:
+            if (q, subset) not in ids:
+                ids[(q, subset)] = self.state()
+                todo.append((q, subset))
+            return ids[(q, subset)]
+
+        initial = frozenset(pair(q, frozenset()) for q in a.initial)
+        ts: list[_VT] = []
+        while todo:
+            q, subset = todo.pop()
+            source = ids[(q, subset)]
+            for t in out_a.get(q, ()):
+                for value in valuations:
+                    mask, neg = t.mask | value, t.neg | (relevant & ~value)
+                    if mask & neg:
+                        continue
+                    nxt = advance(subset, value)
+                    if nxt is not None:
+                        ts.append(_VT(source, mask, t.labels, pair(t.target, nxt), neg))
+        finals = frozenset(i for (q, _), i in ids.items() if q in a.finals)
+        return _Fragment(tuple(ts), initial, finals)
 
     def _Star(self, p: ast.Star) -> _Fragment:  # noqa: N802
         """``φ*``: ``φ+`` or nothing (see :class:`_Fragment`)."""

@@ -29,7 +29,6 @@ __all__ = ["bound_variables", "check", "compile_like"]
 
 _UNSUPPORTED_STRATEGIES = ("NEXT", "LAST", "MAX")
 _UNSUPPORTED_PATTERNS: dict[type, str] = {
-    ast.Unless: "UNLESS between patterns is not supported yet",
 }
 _LIMIT_RE = re.compile(r"\blimit\s+(-?\s*\d)", re.IGNORECASE)
 
@@ -329,7 +328,7 @@ class _Checker:
         if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
             self.unsupported_pattern(p.pattern)
             return
-        assert isinstance(p, ast.Seq | ast.Or | ast.And | ast.All)
+        assert isinstance(p, ast.Seq | ast.Or | ast.And | ast.All | ast.Unless)
         self.unsupported_pattern(p.left)
         self.unsupported_pattern(p.right)
 

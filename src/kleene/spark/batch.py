@@ -196,7 +196,7 @@ def detect(
             raise KleeneError(f"no column {name!r} in the input (columns: {', '.join(columns)})")
     if compiled.schema is None:
         # Fail on the driver, with the query's caret, rather than in every task.
-        check(compiled.ast, text, Schema.from_arrow(to_arrow_schema(df.schema), type_column))
+        check(compiled.ast, text, Schema.from_arrow(to_arrow_schema(df.schema, timezone=_tz(df.sparkSession)), type_column))
 
     spark = df.sparkSession
     k = ranges if ranges is not None else 2 * spark.sparkContext.defaultParallelism

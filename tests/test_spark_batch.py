@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv  # noqa: F401  (pa.csv)
 import pyarrow.parquet as pq
 import pytest
 
@@ -208,3 +209,15 @@ def test_cli_spark_engine_bad_row_exit_code(spark: Any, tmp_path: Path) -> None:
                  "--input", str(data), "--engine", "spark", "-o", str(tmp_path / "o.jsonl")])
     assert code == 3
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_timestamp_time_column_matches_engine(spark: Any) -> None:
+    """The README's example: a CSV whose ISO times Spark infers as timestamps."""
+    root = Path(__file__).resolve().parent.parent / "examples"
+    query = (root / "stock.ceql").read_text()
+    df = spark.read.csv(str(root / "stock.csv"), header=True, inferSchema=True)
+    assert df.schema["time"].dataType.typeName() == "timestamp"
+    got = sorted((r["start"], r["end"], tuple(r["positions"])) for r in detect(df, query, time_column="time").collect())
+    table = pa.csv.read_csv(root / "stock.csv")
+    expected = sorted((c.start, c.end, c.positions) for c in kleene.compile(query, time_column="time").run(table))
+    assert got == expected and len(got) == 7

@@ -223,7 +223,9 @@ def detect(
         keys = list(dict.fromkeys(compiled.partition_by))
         # Position order, not (key, position): one session per task handles
         # the task's keys itself (see the module docstring for why).
-        prepared = positioned.repartition(*keys).sortWithinPartitions(POS)
+        # An explicit number of partitions: adaptive execution would otherwise
+        # coalesce a small shuffle into one task and lose all parallelism.
+        prepared = positioned.repartition(k, *keys).sortWithinPartitions(POS)
     elif plan.mode == "ranges":
         assert range_info is not None
         prepared = _with_overlap(positioned, compiled, time_type, time_unit, range_info)
@@ -278,7 +280,9 @@ def _positions(
     rank = F.row_number().over(
         Window.partitionBy(PART).orderBy(*[F.col(c).asc_nulls_first() for c in keys])
     )
-    positioned = with_bucket.withColumn(
+    # One Spark partition per bucket, by explicit number: the window's shuffle
+    # would otherwise be coalesced by adaptive execution into a single task.
+    positioned = with_bucket.repartitionByRange(k, F.col(PART)).withColumn(
         POS, F.element_at(offset_of, (F.col(PART) + 1).cast("int")) + rank.cast("long") - 1
     )
     if plan.mode != "ranges":

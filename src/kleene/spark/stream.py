@@ -52,9 +52,8 @@ from kleene.language import ast
 from kleene.language.checks import check
 from kleene.language.errors import KleeneError, UnsupportedError
 from kleene.language.schema import Schema
-from kleene.spark.batch import OUTPUT_FIELDS, output_schema
+from kleene.spark.batch import OUTPUT_FIELDS, POS, PREFIX, output_schema
 
-PREFIX = "__kleene_"
 US = PREFIX + "us"
 """Event time in microseconds since the epoch, computed by Spark (watermark and release)."""
 ET = PREFIX + "et"
@@ -62,7 +61,6 @@ ET = PREFIX + "et"
 KEY = PREFIX + "key"
 """The constant grouping key of a query without PARTITION BY."""
 NS = PREFIX + "ns"
-POS = PREFIX + "pos"
 
 KIND_COMPLEX = "complex"
 KIND_LATE = "late"

@@ -35,7 +35,7 @@ from kleene.io.timecol import to_nanos
 from kleene.language import ast
 from kleene.language.checks import check
 from kleene.language.errors import DataError, KleeneError, UnsupportedError
-from kleene.language.parser import parse
+from kleene.language.parser import parse, parse_duration
 from kleene.language.schema import Schema
 from kleene.language.variables import variable_event_types
 from kleene.runtime.engine import Engine, Settings
@@ -44,6 +44,10 @@ from kleene.runtime.store import EventStore
 
 DICT_BATCH = 4096
 """Events per batch when the source is an iterable of dicts."""
+
+_ROW = "__kleene_row"
+_TIME = "__kleene_time"
+"""Columns of the reorder buffer: input row number and time (ns)."""
 
 
 class Match(NamedTuple):
@@ -91,6 +95,7 @@ def compile(  # noqa: A001 - the natural name, as re.compile
     time_column: str | None = None,
     time_unit: str = "s",
     on_bad_row: str | BadRowPolicy = "error",
+    max_delay: str | None = None,
 ) -> Query:
     """Parse, check and compile a CEQL query.
 
@@ -98,7 +103,9 @@ def compile(  # noqa: A001 - the natural name, as re.compile
     declarations in the query text do the same.  Without either, attributes
     are checked against the input's columns when the first batch arrives.
     ``time_column`` (with ``time_unit`` for numeric columns) gives event times
-    for ``WITHIN <duration>`` windows.
+    for ``WITHIN <duration>`` windows.  ``max_delay`` (e.g. ``"2 seconds"``)
+    accepts input that is out of time order by at most that much: events
+    are buffered and released in time order (see :class:`Session`).
     """
     program = parse(query)
     if program.streams:
@@ -113,6 +120,7 @@ def compile(  # noqa: A001 - the natural name, as re.compile
         time_column=time_column,
         time_unit=time_unit,
         on_bad_row=on_bad_row,
+        max_delay=max_delay,
     )
 
 
@@ -132,6 +140,7 @@ class Query:
         time_column: str | None,
         time_unit: str,
         on_bad_row: str | BadRowPolicy,
+        max_delay: str | None = None,
     ) -> None:
         self.ast = query
         self.text = source
@@ -140,6 +149,12 @@ class Query:
         self.time_column = time_column
         self.time_unit = time_unit
         self._policy_spec = on_bad_row
+        self.max_delay: int | None = None
+        """Bounded disorder in nanoseconds (None: input must be in time order)."""
+        if max_delay is not None:
+            if time_column is None:
+                raise KleeneError("max_delay reorders events by time: pass time_column too")
+            self.max_delay = parse_duration(max_delay)
 
         self.atoms = Atoms()
         self.atoms.collect(query.where)
@@ -203,6 +218,7 @@ class Query:
         self._last_session = session
         for batch in _batches(source):
             yield from session.feed(batch, with_events=True)  # type: ignore[misc]
+        yield from session.flush(with_events=True)  # type: ignore[misc]
 
     def matches(self, source: Any) -> Iterator[Match]:
         """Like :meth:`run`, but without the events' data (cheaper)."""
@@ -210,10 +226,16 @@ class Query:
         self._last_session = session
         for batch in _batches(source):
             yield from session.feed(batch, with_events=False)  # type: ignore[misc]
+        yield from session.flush(with_events=False)  # type: ignore[misc]
 
     def push(self, event: Mapping[str, Any]) -> list[ComplexEvent]:
         """Feed one event; return the complex events it completes."""
         return self.push_batch(pa.RecordBatch.from_pylist([dict(event)]))
+
+    def flush(self) -> list[ComplexEvent]:
+        """End of the pushed stream: release the events still held back by ``max_delay``."""
+        self._last_session = self._session
+        return self._session.flush(with_events=True)  # type: ignore[return-value]
 
     def push_batch(self, batch: pa.RecordBatch | pa.Table) -> list[ComplexEvent]:
         """Feed a batch of events; return the complex events they complete."""
@@ -300,6 +322,11 @@ class Session:
         self.last_time: float | None = None
         self.store = EventStore()
         self.checked = query.schema is not None
+        # Bounded disorder (Query.max_delay): rows held back until the
+        # watermark (latest time seen - max_delay) passes them.
+        self.next_input = 0
+        self.pending: pa.Table | None = None
+        self.latest_seen: int | None = None
 
     def feed(
         self,
@@ -312,6 +339,102 @@ class Session:
 
         ``positions`` (int64, increasing, after every earlier one) numbers the
         rows; by default rows are numbered by arrival.
+        """
+        if self.query.max_delay is not None and positions is None:
+            return self._feed_out_of_order(batch, with_events=with_events, final=False)
+        return self._evaluate(batch, with_events=with_events, positions=positions)
+
+    def flush(self, *, with_events: bool = True) -> list[Match] | list[ComplexEvent]:
+        """End of the stream: release every event still held back by ``max_delay``."""
+        if self.pending is None or self.pending.num_rows == 0:
+            return []
+        return self._feed_out_of_order(None, with_events=with_events, final=True)
+
+    def _feed_out_of_order(
+        self, batch: pa.RecordBatch | None, *, with_events: bool, final: bool
+    ) -> list[Match] | list[ComplexEvent]:
+        """Buffer rows and release, in (time, arrival) order, those behind the watermark.
+
+        The watermark is the latest time seen minus ``max_delay``.  A row more
+        than ``max_delay`` behind the latest time seen before it is *late*: it
+        goes to the bad-row policy (with its input row number), never silently
+        dropped or misordered.  Every other row is at or after every watermark
+        so far, so the released stream is in time order.  Released rows are
+        numbered in release order, so positions follow time order.
+        """
+        q = self.query
+        column = q.time_column
+        assert column is not None and q.max_delay is not None
+        n = 0 if batch is None else batch.num_rows
+        rows = np.arange(self.next_input, self.next_input + n, dtype=np.int64)
+        self.next_input += n
+        if batch is not None and n:
+            if column not in batch.schema.names:
+                raise DataError("the time column is missing", column=column)
+            times, bad_mask = to_nanos(batch.column(column), q.time_unit)
+            times = np.asarray(times, dtype=np.int64)
+            keep = ~np.asarray(bad_mask, dtype=bool)
+            for i in np.flatnonzero(~keep).tolist():
+                self._set_aside(batch, i, int(rows[i]), column, "unreadable timestamp")
+            # Late: more than max_delay behind the latest time seen *before* the
+            # row arrived.  Decided row by row in arrival order, so the outcome
+            # does not depend on how the input is cut into batches.
+            lowest = np.iinfo(np.int64).min
+            seen = np.where(keep, times, lowest)
+            before = np.maximum.accumulate(np.concatenate(([self.latest_seen or lowest], seen)))[:-1]
+            late = keep & (before > lowest) & (times < before - q.max_delay)
+            for i in np.flatnonzero(late).tolist():
+                self._set_aside(
+                    batch, i, int(rows[i]), column,
+                    f"late event: more than {q.max_delay} ns behind the latest time",
+                )
+            keep &= ~late
+            table = pa.Table.from_batches([batch]).filter(pa.array(keep))
+            table = table.append_column(_ROW, pa.array(rows[keep])).append_column(
+                _TIME, pa.array(times[keep])
+            )
+            if len(table):
+                latest = int(times[keep].max())
+                self.latest_seen = latest if self.latest_seen is None else max(self.latest_seen, latest)
+            self.pending = table if self.pending is None else pa.concat_tables(
+                [self.pending, table], promote_options="permissive"
+            )
+        if self.pending is None or self.pending.num_rows == 0:
+            return []
+        ordered = self.pending.sort_by([(_TIME, "ascending"), (_ROW, "ascending")])
+        ordered_times = ordered.column(_TIME).to_numpy()
+        if final:
+            cut = len(ordered_times)
+        else:
+            assert self.latest_seen is not None
+            cut = int(np.searchsorted(ordered_times, self.latest_seen - q.max_delay, side="right"))
+        released, self.pending = ordered.slice(0, cut), ordered.slice(cut)
+        if cut == 0:
+            return []
+        input_rows = released.column(_ROW).to_numpy()
+        released = released.drop_columns([_ROW, _TIME]).combine_chunks()
+        positions = np.arange(self.next_row, self.next_row + cut, dtype=np.int64)
+        out: list[Any] = []
+        for part in released.to_batches():
+            m = part.num_rows
+            out.extend(
+                self._evaluate(part, with_events=with_events, positions=positions[:m], report=input_rows[:m])
+            )
+            positions, input_rows = positions[m:], input_rows[m:]
+        return out
+
+    def _evaluate(
+        self,
+        batch: pa.RecordBatch,
+        *,
+        with_events: bool,
+        positions: np.ndarray | None,
+        report: np.ndarray | None = None,
+    ) -> list[Match] | list[ComplexEvent]:
+        """The pipeline for rows in stream order: conform, predicates, engine.
+
+        ``report`` gives the row numbers that bad-row messages name (the
+        input row numbers when rows were reordered); by default, positions.
         """
         q = self.query
         n = batch.num_rows
@@ -326,6 +449,7 @@ class Session:
         if n == 0:
             return []
         self.next_row = int(positions[-1]) + 1
+        named = positions if report is None else np.asarray(report, dtype=np.int64)
         if not self.checked:
             check(q.ast, q.text, Schema.from_arrow(batch.schema, q.type_column))
             self.checked = True
@@ -334,9 +458,9 @@ class Session:
         keep = np.ones(n, dtype=bool)
         for row, column, reason in bad:
             if keep[row]:
-                self._set_aside(original, row, int(positions[row]), column, reason)
+                self._set_aside(original, row, int(named[row]), column, reason)
                 keep[row] = False
-        times = self._times(batch, positions, keep)
+        times = self._times(batch, named, keep)
         if not keep.all():
             batch = batch.filter(pa.array(keep))
             positions = positions[keep]

@@ -3,7 +3,7 @@
 ::
 
     kleene run QUERY --input FILE [--output OUT.jsonl] [--format csv|jsonl|parquet]
-               [--time-column COL] [--time-unit s|ms|us|ns] [--type-column COL]
+               [--time-column COL] [--time-unit s|ms|us|ns] [--type-column COL] [--max-delay DURATION]
                [--on-bad-row error|skip|quarantine [FILE]] [--quarantine FILE]
                [--batch-size N] [--no-progress] [--engine python|spark [--master URL]]
 
@@ -76,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="unit of a numeric time column (default: s)",
     )
     run.add_argument("--type-column", default="type", metavar="COL", help="column holding the event type (default: type)")
+    run.add_argument(
+        "--max-delay",
+        metavar="DURATION",
+        help="accept input out of time order by at most DURATION (e.g. '2 seconds'): events are "
+        "buffered and released in time order; later ones are bad rows (needs --time-column)",
+    )
     run.add_argument(
         "--on-bad-row",
         nargs="+",
@@ -301,6 +307,7 @@ def _run(args: argparse.Namespace, stderr: IO[str]) -> int:
             time_column=args.time_column,
             time_unit=args.time_unit,
             on_bad_row=policy,
+            max_delay=args.max_delay,
         )
         batches: Iterable[pa.RecordBatch] = read_batches(args.input, format=args.format, batch_size=args.batch_size)
         output = _Output(args.output)
@@ -346,6 +353,8 @@ def _run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
     query_text = load_query(args.query)
     if (args.on_bad_row and args.on_bad_row != ["error"]) or args.quarantine:
         raise UsageError("--engine spark supports only --on-bad-row error")
+    if args.max_delay:
+        raise UsageError("--engine spark orders events itself: --max-delay is for the in-process engine")
     query = kleene.compile(
         query_text,
         type_column=args.type_column,

@@ -100,6 +100,22 @@ def parse_query(text: str) -> ast.Query:
     return parse(text).query
 
 
+def parse_duration(text: str) -> int:
+    """``'2 seconds'``, ``'1 minute 30 seconds'`` -> nanoseconds, with WITHIN's units.
+
+    The text is parsed as the duration of a WITHIN clause, so the units and
+    their spellings are exactly those of queries; errors point into ``text``.
+    """
+    prefix = "SELECT * WHERE E WITHIN "
+    try:
+        window = parse_query(prefix + text).within
+    except QueryError as err:
+        raise QueryError(err.message, 1, max(1, err.column - len(prefix)), text) from None
+    if not isinstance(window, ast.DurationWindow):
+        raise QueryError("expected a duration such as '2 seconds'", 1, 1, text)
+    return window.nanos
+
+
 # ---------------------------------------------------------------- helpers
 
 _UNIT_NANOS: dict[str, int] = {

@@ -58,7 +58,7 @@ def check_against_oracle(case: Case) -> None:
 @settings(
     max_examples=2000,
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    suppress_health_check=list(HealthCheck),
 )
 @given(cases())
 def test_engine_equals_oracle(case: Case) -> None:
@@ -68,14 +68,14 @@ def test_engine_equals_oracle(case: Case) -> None:
 @settings(
     max_examples=1000,
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    suppress_health_check=list(HealthCheck),
 )
 @given(cases(full_cel=SUPPORTED_CEL))
 def test_engine_equals_oracle_full_cel_so_far(case: Case) -> None:
     check_against_oracle(case)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases())
 def test_one_event_and_batch_apis_agree(case: Case) -> None:
     """push(event), push_batch(...) in uneven slices and run(table) give the same output."""

@@ -207,7 +207,7 @@ def test_empty_stream() -> None:
 
 # ------------------------------------------------------------------ properties
 
-SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def _evaluate(q: ast.Query, events: list[dict[str, Any]], times: list[int], **kw: Any) -> Any:

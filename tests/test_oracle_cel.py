@@ -473,7 +473,7 @@ def test_orders_are_strict_total_orders(sets: list[frozenset[int]]) -> None:
 
 # ---------------------------------------------------------------- properties
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 Case = tuple[ast.Query, list[Event], list[int]]
 
 

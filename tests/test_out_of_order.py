@@ -80,7 +80,7 @@ def test_max_delay_needs_a_time_column() -> None:
         kleene.compile(QUERY, time_column="t", max_delay="2 bananas")
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases(), st.integers(0, 10**6))
 def test_bounded_shuffle_equals_oracle_on_sorted_stream(case: Any, seed: int) -> None:
     """Rows displaced by less than the delay give the oracle's result on the ordered stream."""

@@ -23,25 +23,17 @@ from kleene.language.ast import NO_SPAN, Span
 from kleene.language.errors import QueryError, UnsupportedError
 from kleene.language.parser import name_span
 from kleene.language.schema import AttrKind, Schema
-from kleene.language.variables import bound_variables, event_types_of, variable_event_types
+from kleene.language.variables import (
+    bound_variables,
+    event_types_of,
+    single_event,
+    variable_event_types,
+)
 
 __all__ = ["bound_variables", "check", "compile_like"]
 
 _UNSUPPORTED_STRATEGIES = ("NEXT", "LAST", "MAX")
-_UNSUPPORTED_PATTERNS: dict[type, str] = {
-}
 _LIMIT_RE = re.compile(r"\blimit\s+(-?\s*\d)", re.IGNORECASE)
-
-
-def _single_event(p: ast.Pattern) -> bool:
-    """Does every match of ``p`` consist of exactly one event?"""
-    if isinstance(p, ast.EventType):
-        return True
-    if isinstance(p, ast.As | ast.Filter):
-        return _single_event(p.pattern)
-    if isinstance(p, ast.Or):
-        return _single_event(p.left) and _single_event(p.right)
-    return False
 
 
 def compile_like(pattern: str) -> re2._Regexp:
@@ -134,7 +126,7 @@ class _Checker:
             self.filter(p.condition, variable_event_types(p.pattern))
             return
         if isinstance(p, ast.NotEvent):
-            if not _single_event(p.pattern):
+            if not single_event(p.pattern):
                 raise self.error(
                     "NOT(...) takes a single-event pattern: an event type, with AS and "
                     "FILTER on it, or an OR of those",
@@ -314,23 +306,9 @@ class _Checker:
         if strategy in _UNSUPPORTED_STRATEGIES:
             span = q.select.span if q.select.span != NO_SPAN else q.span
             raise UnsupportedError(
-                f"selection strategy {strategy} is not supported yet (ALL and ANY are)",
+                f"selection strategy {strategy} is not supported yet (ALL, ANY and STRICT are)",
                 span.line, span.column, self.source,
             )
-        self.unsupported_pattern(q.where)
-
-    def unsupported_pattern(self, p: ast.Pattern) -> None:
-        message = _UNSUPPORTED_PATTERNS.get(type(p))
-        if message is not None:
-            raise UnsupportedError(message, p.span.line, p.span.column, self.source)
-        if isinstance(p, ast.EventType):
-            return
-        if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
-            self.unsupported_pattern(p.pattern)
-            return
-        assert isinstance(p, ast.Seq | ast.Or | ast.And | ast.All | ast.Unless)
-        self.unsupported_pattern(p.left)
-        self.unsupported_pattern(p.right)
 
 
 def check(query: ast.Query, source: str, schema: Schema | None) -> None:

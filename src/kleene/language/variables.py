@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kleene.language import ast
 
-__all__ = ["bound_variables", "event_types_of", "variable_event_types"]
+__all__ = ["bound_variables", "event_types_of", "single_event", "variable_event_types"]
 
 
 def _children(p: ast.Pattern) -> tuple[ast.Pattern, ...]:
@@ -60,3 +60,14 @@ def variable_event_types(p: ast.Pattern) -> dict[str, frozenset[str]]:
 def bound_variables(p: ast.Pattern) -> frozenset[str]:
     """All variables the pattern can bind: AS names and event type names."""
     return frozenset(variable_event_types(p))
+
+
+def single_event(p: ast.Pattern) -> bool:
+    """Is every match of ``p`` exactly one event (so that ``NOT(p)`` makes sense)?"""
+    if isinstance(p, ast.EventType):
+        return True
+    if isinstance(p, ast.As | ast.Filter):
+        return single_event(p.pattern)
+    if isinstance(p, ast.Or):
+        return single_event(p.left) and single_event(p.right)
+    return False

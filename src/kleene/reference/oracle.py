@@ -84,6 +84,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from kleene.language import ast
+from kleene.language.variables import single_event
 from kleene.reference.predicates import holds
 
 ComplexEvent = tuple[int, int, tuple[int, ...]]
@@ -243,17 +244,6 @@ def nullable(pattern: ast.Pattern) -> bool:
         return nullable(pattern.left) or nullable(pattern.right)
     if isinstance(pattern, ast.Iter):
         return nullable(pattern.pattern)
-    return False
-
-
-def single_event(pattern: ast.Pattern) -> bool:
-    """Whether every match of ``pattern`` is one event, so ``NOT(pattern)`` makes sense."""
-    if isinstance(pattern, ast.EventType):
-        return True
-    if isinstance(pattern, ast.As | ast.Filter):
-        return single_event(pattern.pattern)
-    if isinstance(pattern, ast.Or):
-        return single_event(pattern.left) and single_event(pattern.right)
     return False
 
 

@@ -11,6 +11,7 @@ so the suite explores more of the space over time.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -33,12 +34,17 @@ def compile_case(query: ast.Query) -> kleene.Query:
     return kleene.compile(to_ceql(query), time_column="__t", time_unit="ns")
 
 
-SUPPORTED_CEL = frozenset({"not", "star", "and", "all", "unless", "STRICT"})
+SUPPORTED_CEL = frozenset(
+    {"not", "star", "and", "all", "unless", "STRICT", "NEXT", "LAST", "MAX"}
+)
 """The constructs beyond the core language that the engine evaluates so far."""
 
 
 def check_against_oracle(case: Case) -> None:
     query, events, times = case
+    if query.select.strategy in ("NEXT", "LAST", "MAX") and query.select.items is not None:
+        # rejected as not supported yet (test_query_errors); run it as SELECT *
+        query = replace(query, select=replace(query.select, items=None))
     try:
         expected = evaluate(query, events, times=times, budget=200_000)
     except OracleBudgetExceeded:

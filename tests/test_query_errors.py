@@ -225,9 +225,9 @@ def test_valid_predicates_pass() -> None:
 @pytest.mark.parametrize(
     ("text", "needle", "message"),
     [
-        ("SELECT NEXT * FROM S WHERE A", "SELECT", "selection strategy NEXT is not supported yet"),
-        ("SELECT LAST * FROM S WHERE A", "SELECT", "selection strategy LAST"),
-        ("SELECT MAX * FROM S WHERE A", "SELECT", "selection strategy MAX"),
+        ("SELECT NEXT a FROM S WHERE A AS a", "SELECT", "selection strategy NEXT with a projection is not supported yet"),
+        ("SELECT LAST NONE FROM S WHERE A", "SELECT", "selection strategy LAST with a projection"),
+        ("SELECT MAX a[x] FROM S WHERE A AS a", "SELECT", "selection strategy MAX with a projection"),
     ],
 )
 def test_unsupported_constructs(text: str, needle: str, message: str) -> None:
@@ -238,12 +238,13 @@ def test_unsupported_constructs(text: str, needle: str, message: str) -> None:
 
 
 def test_supported_strategies() -> None:
-    accepted("SELECT ALL * FROM S WHERE A")
-    accepted("SELECT ANY * FROM S WHERE A")
+    for strategy in ("ALL", "ANY", "STRICT", "NEXT", "LAST", "MAX"):
+        accepted(f"SELECT {strategy} * FROM S WHERE A")
+    accepted("SELECT STRICT a FROM S WHERE A AS a")
 
 
 def test_mistakes_are_reported_before_unsupported_constructs() -> None:
-    err = semantic_error("SELECT MAX * FROM S WHERE A FILTER b[x > 1]")
+    err = semantic_error("SELECT MAX a FROM S WHERE A AS a FILTER b[x > 1]")
     assert not isinstance(err, UnsupportedError) and "not bound" in err.message
 
 

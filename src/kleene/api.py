@@ -194,6 +194,7 @@ class Query:
             partitioned=bool(self.partition_by),
             consume=query.consume,
             limit=query.limit,
+            strategy=query.select.strategy,
         )
         self._attrs = self._projected_attributes()
         self._session = Session(self)

@@ -32,7 +32,8 @@ from kleene.language.variables import (
 
 __all__ = ["bound_variables", "check", "compile_like"]
 
-_UNSUPPORTED_STRATEGIES = ("NEXT", "LAST", "MAX")
+_SELECTING_STRATEGIES = ("NEXT", "LAST", "MAX")
+"""Strategies that compare whole matches: evaluated on SELECT * only, for now."""
 _LIMIT_RE = re.compile(r"\blimit\s+(-?\s*\d)", re.IGNORECASE)
 
 
@@ -303,10 +304,11 @@ class _Checker:
     # --------------------------------------------------------- unsupported
     def unsupported(self, q: ast.Query) -> None:
         strategy = q.select.strategy
-        if strategy in _UNSUPPORTED_STRATEGIES:
+        if strategy in _SELECTING_STRATEGIES and q.select.items is not None:
             span = q.select.span if q.select.span != NO_SPAN else q.span
             raise UnsupportedError(
-                f"selection strategy {strategy} is not supported yet (ALL, ANY and STRICT are)",
+                f"selection strategy {strategy} with a projection is not supported yet; "
+                "use SELECT * (STRICT, ALL and ANY take projections)",
                 span.line, span.column, self.source,
             )
 

@@ -543,28 +543,48 @@ def evaluate(
     if not optimise:
         admissible, tracked = (lambda s, e: True), None
 
-    found: list[tuple[tuple[Any, ...], ComplexEvent]] = []
-    for key, positions in _partitions(query, events).items():
+    # Per partition: its substream and its matches by end position.
+    parts = _partitions(query, events)
+    by_end: dict[int, list[tuple[tuple[Any, ...], Valuation]]] = defaultdict(list)
+    for key, positions in parts.items():
         ctx = _context(events, positions, type_key, tracked, admissible, budget)
-        complex_events: set[ComplexEvent] = set()
-        matches = [v for v in _eval(query.where, ctx) if final(v.start, v.end)]
-        kept = select_matches(query.select.strategy, {v.positions for v in matches}, positions)
-        for v in matches:
-            if v.positions not in kept:
-                continue
-            if selected is None:
-                data = v.positions
-            else:
-                data = frozenset().union(*(v.get(x) for x in selected))
-            complex_events.add((v.start, v.end, tuple(sorted(data))))
-        found.extend((key, ce) for ce in complex_events)
+        for v in _eval(query.where, ctx):
+            if final(v.start, v.end):
+                by_end[v.end].append((key, v))
 
-    if query.consume == "NONE":
-        return {ce for _, ce in found}
-    return _consume(found, per_partition=query.consume == "PARTITION")
+    # End by end: what earlier output consumed is gone, then the strategy
+    # chooses among the remaining matches of each partition, then projection.
+    consumed: dict[tuple[Any, ...], int] = {}
+    out: set[ComplexEvent] = set()
+    for end in sorted(by_end):
+        candidates: dict[tuple[Any, ...], list[Valuation]] = defaultdict(list)
+        for key, v in by_end[end]:
+            point = _consumption_point(query.consume, key)
+            if point is None or v.start > consumed.get(point, -1):
+                candidates[key].append(v)
+        for key, matches in candidates.items():
+            kept = select_matches(query.select.strategy, {v.positions for v in matches}, parts[key])
+            emitted = False
+            for v in matches:
+                if v.positions not in kept:
+                    continue
+                if selected is None:
+                    data = v.positions
+                else:
+                    data = frozenset().union(*(v.get(x) for x in selected))
+                out.add((v.start, v.end, tuple(sorted(data))))
+                emitted = True
+            point = _consumption_point(query.consume, key)
+            if emitted and point is not None:
+                consumed[point] = end
+    return out
 
 
-# ------------------------------------------------------- selection strategies
+def _consumption_point(consume: ast.Consume, key: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Which consumption point a match in partition ``key`` obeys (None: no consumption)."""
+    if consume == "NONE":
+        return None
+    return key if consume == "PARTITION" else ()
 
 
 def next_less(a: frozenset[int], b: frozenset[int]) -> bool:
@@ -615,24 +635,3 @@ def select_matches(
     if strategy == "MAX":
         return {d for group in by_end.values() for d in group if not any(d < e for e in group)}
     raise ValueError(f"unknown selection strategy {strategy!r}")
-
-
-def _consume(
-    found: list[tuple[tuple[Any, ...], ComplexEvent]], *, per_partition: bool
-) -> set[ComplexEvent]:
-    """Apply CONSUME BY ANY (one consumption point) or PARTITION (one per key)."""
-    by_end: dict[int, list[tuple[tuple[Any, ...], ComplexEvent]]] = defaultdict(list)
-    for key, ce in found:
-        by_end[ce[1]].append((key, ce))
-    consumed: dict[tuple[Any, ...], int] = {}
-    out: set[ComplexEvent] = set()
-    for end in sorted(by_end):
-        emitted_keys = set()
-        for key, ce in by_end[end]:
-            point = key if per_partition else ()
-            if ce[0] > consumed.get(point, -1):
-                out.add(ce)
-                emitted_keys.add(point)
-        for point in emitted_keys:
-            consumed[point] = end
-    return out

@@ -33,6 +33,8 @@ import numpy as np
 from kleene.automata.determinize import LazyDFA
 from kleene.runtime.enumeration import Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
+from kleene.runtime.strategies import best_match, last_better, maximal_matches, next_better
+from kleene.runtime.tecs import Node
 
 NO_BOUND = -(1 << 62)
 """``tau`` when the query has no window: earlier than every time."""
@@ -53,6 +55,8 @@ class Settings:
     partitioned: bool
     consume: str
     limit: int | None
+    strategy: str = "ALL"
+    """NEXT, LAST and MAX select among the complex events of one end (runtime/strategies.py)."""
 
 
 
@@ -101,6 +105,7 @@ class Engine:
         window = settings.window
         limit = settings.limit if settings.limit is not None else UNLIMITED
         consume = settings.consume
+        selecting = settings.strategy in ("NEXT", "LAST", "MAX")
         uniq, inverse = np.unique(bits, return_inverse=True)
         inverse = inverse.reshape(-1)
         values: list[int] = uniq.tolist()
@@ -175,11 +180,14 @@ class Engine:
             self.steps += 1
             outputs = ev.step(pos, time, values[codes[i]], tau)  # type: ignore[arg-type]
             if outputs:
-                found = 0
-                for node in outputs:
-                    found += enumerate_node(node, tau, out, limit - found, pos, key)
-                    if found >= limit:
-                        break
+                if selecting:
+                    found = self._select(outputs, tau, out, limit, pos, key)
+                else:
+                    found = 0
+                    for node in outputs:
+                        found += enumerate_node(node, tau, out, limit - found, pos, key)
+                        if found >= limit:
+                            break
                 if found and consume != "NONE":
                     if consume == "ANY":
                         self.single.clear()
@@ -203,6 +211,19 @@ class Engine:
                     todo = visits(active)
                     if todo is not None:
                         k = bisect.bisect_left(todo, i)
+
+    def _select(
+        self, outputs: list[Node], tau: float, out: list[Found], limit: int, end: int, key: Hashable
+    ) -> int:
+        """The complex events ending at ``end`` that the strategy keeps; how many."""
+        if self.settings.strategy == "MAX":
+            chosen = maximal_matches(outputs, tau)[:limit]
+        else:
+            better = next_better if self.settings.strategy == "NEXT" else last_better
+            best = best_match(outputs, tau, better)
+            chosen = [] if best is None else [best]
+        out.extend((start, end, positions, key) for start, positions in chosen)
+        return len(chosen)
 
     def _active(self) -> frozenset[int]:
         """The automaton states active in some partition."""

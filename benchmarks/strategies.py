@@ -1,0 +1,72 @@
+"""Cost of each selection strategy against ALL, and how it varies with the window.
+
+Run by hand (not a test)::
+
+    python benchmarks/strategies.py [--events 1000000] [--windows 100 1000 10000] [--runs 3]
+                                    [--strategies ALL STRICT NEXT LAST MAX]
+
+Query (over the stock events of ``generate.py``)::
+
+    SELECT <strategy> * FROM S WHERE SELL as a; BUY+ as b; SELL as c
+    FILTER a[price > 150] AND c[price < 50] WITHIN <w> EVENTS LIMIT 1000
+
+``LIMIT 1000`` (at most 1,000 complex events per triggering event, the CORE paper's protocol)
+keeps ALL finite: with ``BUY+`` the number of matches is exponential in the window.  Reports
+events per second (median of ``--runs``), complex events, and the number of events that went
+through the automaton (the rest were skipped as inert).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import kleene  # noqa: E402
+from generate import generate  # noqa: E402
+from kleene.io.readers import read_batches  # noqa: E402
+
+QUERY = (
+    "SELECT {strategy} * FROM S WHERE SELL as a; BUY+ as b; SELL as c "
+    "FILTER a[price > 150] AND c[price < 50] WITHIN {window} EVENTS LIMIT 1000"
+)
+STRATEGIES = ("ALL", "STRICT", "NEXT", "LAST", "MAX")
+
+
+def run_once(query: str, path: Path) -> tuple[int, int, float]:
+    started = time.perf_counter()
+    compiled = kleene.compile(query)
+    found = sum(1 for _ in compiled.matches(read_batches(path)))
+    return found, compiled._last.engine.steps, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--windows", type=int, nargs="+", default=[100, 1000, 10000])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
+    args = parser.parse_args()
+    path = generate(args.events)
+    print(f"{args.events:,} events from {path.name}\n")
+    print("| strategy | window | complex events | events stepped | median s | events/s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for strategy in args.strategies:
+        for window in args.windows:
+            query = QUERY.format(strategy=strategy, window=window)
+            runs = [run_once(query, path) for _ in range(args.runs)]
+            seconds = statistics.median(r[2] for r in runs)
+            found, stepped = runs[0][0], runs[0][1]
+            print(
+                f"| {strategy} | {window:,} | {found:,} | {stepped:,} | {seconds:.2f} | "
+                f"{args.events / seconds:,.0f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

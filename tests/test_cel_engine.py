@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kleene
 from kleene.language import ast
 from kleene.language.printer import to_ceql
+from kleene.reference.oracle import last_less, next_less
+from kleene.runtime.strategies import last_better, next_better
 from test_oracle_cel import THESIS_TABLE
 
 
@@ -38,3 +44,27 @@ def test_unless_with_too_many_predicates_is_rejected_clearly() -> None:
     preds = " AND ".join(f"B[v != {i}]" for i in range(11))
     with pytest.raises(kleene.UnsupportedError, match="at most 10"):
         kleene.compile(f"SELECT * FROM S WHERE A ; A UNLESS (B FILTER {preds})")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.frozensets(st.integers(0, 12), min_size=1), min_size=2, max_size=2), st.booleans())
+def test_strategy_orders_match_the_oracle(sets: list[frozenset[int]], share: bool) -> None:
+    """The engine's chain comparisons equal the oracle's orders, with or without shared tails."""
+
+    def chain(ps: frozenset[int], tail: Any = None) -> Any:
+        for p in sorted(ps):
+            tail = (p, tail, tail[2] if tail else p, tail[3] + 1 if tail else 1)
+        return tail
+
+    a, b = sets
+    if share:  # a common older part, as the tECS shares it
+        common = frozenset(range(0, 3))
+        base = chain(common)
+        a, b = common | {p + 3 for p in a}, common | {p + 3 for p in b}
+        ca, cb = chain(a - common, base), chain(b - common, base)
+    else:
+        ca, cb = chain(a), chain(b)
+    if a == b:
+        return
+    assert next_better((0, 0, ca), (0, 0, cb)) == next_less(b, a)
+    assert last_better((0, 0, ca), (0, 0, cb)) == last_less(b, a)

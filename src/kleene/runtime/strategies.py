@@ -9,88 +9,160 @@ one partition), on their whole position sets (docs/cel-semantics.md):
 * MAX keeps the sets not strictly contained in another.
 
 The tECS update is unchanged (constant time per event); the selection is a
-dynamic program over the nodes reachable from the final states within the
-window.  Adding the same, latest, position ``p`` to two sets never changes how
-they compare (``(A ∪ {p}) △ (B ∪ {p}) = A △ B``), so the best of an output
-node is the best of its child plus ``p``, and the best of a union node is the
-better of its children's bests.  The cost per end position is linear in the
-reachable part of the tECS (times the length of the compared matches): it
-grows with the window, unlike ALL's output-linear enumeration, but never with
-the (possibly exponential) number of matches.
+dynamic program over the nodes below the final states, within the window.
+Adding the same, latest, position ``p`` to two sets never changes how they
+compare (``(A ∪ {p}) △ (B ∪ {p}) = A △ B``), so the best below an output node
+is the best below its child plus ``p``, and the best below a union node is the
+better of its children's.  Matches are persistent chains ``(pos, rest)``,
+latest position first, so extending one is O(1).
+
+For NEXT and LAST the best below a union node is cached on the node (nodes
+never change, and the window bound ``tau`` only grows): it stays valid as long
+as it still starts inside the window, because dropping matches that were not
+the best cannot change the best.  So each union node is usually resolved once,
+and the cost per end position is that of the nodes created since.  MAX keeps
+every maximal set and is recomputed per end position: its cost is linear in
+the reachable part of the tECS within the window (never in the number of
+matches).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from kleene.runtime.tecs import BOTTOM, OUTPUT, Node
+from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION, Node
 
-Best = tuple[int, tuple[int, ...]] | None
-"""``(start, positions ascending)`` of the preferred match below a node, or None."""
+Chain = Any
+"""Positions as a persistent linked list ``(pos, rest, first, length)``, latest first
+(``first`` is the earliest position); None when empty."""
 
+Best = tuple[int | float, int, Chain] | None
+"""``(start time, start position, positions chain)`` of the preferred match, or None."""
 
-def next_better(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    """Is ``a`` preferred to ``b`` by NEXT (``min(a △ b) ∈ a``)?"""
-    for x, y in zip(a, b):
-        if x != y:
-            return x < y
-    return len(a) > len(b)
-
-
-def last_better(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    """Is ``a`` preferred to ``b`` by LAST (``max(a △ b) ∈ a``)?"""
-    for x, y in zip(reversed(a), reversed(b)):
-        if x != y:
-            return x > y
-    return len(a) > len(b)
+CACHE = 4
+"""Index, in a union node's list, of its cached best match for NEXT/LAST."""
 
 
-def best_match(
-    roots: list[Node], tau: int | float, better: Callable[[tuple[int, ...], tuple[int, ...]], bool]
-) -> Best:
-    """The preferred complex event below ``roots`` that starts at ``tau`` or later."""
-    memo: dict[int, Best] = {}
+def _positions(chain: Chain) -> list[int]:
+    out = []
+    while chain is not None:
+        out.append(chain[0])
+        chain = chain[1]
+    return out
 
-    def value(n: Node) -> Best:
-        return memo[id(n)]
+
+def last_better(a: Best, b: Best) -> bool:
+    """Is ``a`` preferred to ``b`` by LAST (``max(a △ b) ∈ a``)?  Both non-None."""
+    assert a is not None and b is not None
+    x, y = a[2], b[2]
+    while x is not None and y is not None:
+        if x is y:
+            return False  # the same older positions: equal sets (same length)
+        if x[0] != y[0]:
+            return bool(x[0] > y[0])
+        x, y = x[1], y[1]
+    return x is not None
+
+
+def next_better(a: Best, b: Best) -> bool:
+    """Is ``a`` preferred to ``b`` by NEXT (``min(a △ b) ∈ a``)?  Both non-None.
+
+    In ascending order the first difference decides.  Different earliest
+    positions decide at once; otherwise the chains are aligned on length and
+    walked back until they share their older part (the same object), and the
+    earliest difference seen on the way decides.
+    """
+    assert a is not None and b is not None
+    x, y = a[2], b[2]
+    if x is None or y is None:
+        return x is not None
+    if x[2] != y[2]:
+        return bool(x[2] < y[2])
+    longer = 0
+    while x[3] > y[3]:
+        x, longer = x[1], 1
+    while y[3] > x[3]:
+        y, longer = y[1], -1
+    decided = 0
+    while x is not y:
+        if x[0] != y[0]:
+            decided = 1 if x[0] < y[0] else -1
+        x, y = x[1], y[1]
+    return decided > 0 if decided else longer > 0
+
+
+Better = Callable[[Best, Best], bool]
+
+
+def best_match(roots: list[Node], tau: int | float, better: Better) -> tuple[int, tuple[int, ...]] | None:
+    """The preferred complex event below ``roots`` starting at ``tau`` or later."""
 
     def combine(x: Best, y: Best) -> Best:
         if x is None:
             return y
-        if y is None or better(x[1], y[1]):
+        if y is None or better(x, y):
             return x
         return y
 
-    for root in roots:
-        _post_order(root, tau, memo, value, combine)
+    def cached(n: Node) -> bool:
+        if len(n) <= CACHE:
+            return False
+        best = n[CACHE]
+        return best is None or best[0] >= tau
+
+    memo: dict[int, Best] = {}
     found: Best = None
     for root in roots:
-        found = combine(found, memo.get(id(root)))
-    return found
+        for n in _post_order(root, tau, cached):
+            key = id(n)
+            if key in memo:
+                continue
+            kind = n[0]
+            if kind == BOTTOM:
+                memo[key] = (n[1], n[2], None) if n[1] >= tau else None
+            elif kind == OUTPUT:
+                below = memo[id(n[3])]
+                if below is None:
+                    memo[key] = None
+                else:
+                    rest = below[2]
+                    chain = (n[2], rest, n[2], 1) if rest is None else (n[2], rest, rest[2], rest[3] + 1)
+                    memo[key] = (below[0], below[1], chain)
+            elif cached(n):
+                memo[key] = n[CACHE]
+            else:
+                right = memo[id(n[3])] if n[3][1] >= tau else None
+                best = combine(memo[id(n[2])], right)
+                if len(n) > CACHE:
+                    n[CACHE] = best
+                else:
+                    n.append(best)
+                memo[key] = best
+        found = combine(found, memo[id(root)])
+    if found is None:
+        return None
+    return found[1], tuple(_positions(found[2])[::-1])
 
 
 def maximal_matches(roots: list[Node], tau: int | float) -> list[tuple[int, tuple[int, ...]]]:
     """The complex events below ``roots`` (starting at ``tau`` or later) contained in no other."""
     memo: dict[int, list[tuple[int, frozenset[int]]]] = {}
-
-    def compute(n: Node) -> list[tuple[int, frozenset[int]]]:
-        kind = n[0]
-        if kind == BOTTOM:
-            return [(n[2], frozenset())] if n[1] >= tau else []  # n[1]: start time
-        if kind == OUTPUT:
-            return [(s, ps | {n[2]}) for s, ps in memo[id(n[3])]]
-        right = memo.get(id(n[3]), []) if n[3][1] >= tau else []
-        return _maximal(memo[id(n[2])] + right)
-
-    order = []
     for root in roots:
-        order.extend(_nodes_post_order(root, tau))
-    for n in order:
-        if id(n) not in memo:
-            memo[id(n)] = compute(n)
+        for n in _post_order(root, tau, lambda _: False):
+            if id(n) in memo:
+                continue
+            kind = n[0]
+            if kind == BOTTOM:
+                memo[id(n)] = [(n[2], frozenset())] if n[1] >= tau else []
+            elif kind == OUTPUT:
+                memo[id(n)] = [(s, ps | {n[2]}) for s, ps in memo[id(n[3])]]
+            else:
+                right = memo[id(n[3])] if n[3][1] >= tau else []
+                memo[id(n)] = _maximal(memo[id(n[2])] + right)
     found: list[tuple[int, frozenset[int]]] = []
     for root in roots:
-        found.extend(memo.get(id(root), []))
+        found.extend(memo[id(root)])
     return [(s, tuple(sorted(ps))) for s, ps in _maximal(found)]
 
 
@@ -99,29 +171,11 @@ def _maximal(sets: list[tuple[int, frozenset[int]]]) -> list[tuple[int, frozense
     return [a for a in unique if not any(a[1] < b[1] for b in unique)]
 
 
-def _post_order(
-    root: Node,
-    tau: int | float,
-    memo: dict[int, Best],
-    value: Callable[[Node], Best],
-    combine: Callable[[Best, Best], Best],
-) -> None:
-    for n in _nodes_post_order(root, tau):
-        if id(n) in memo:
-            continue
-        kind = n[0]
-        if kind == BOTTOM:
-            memo[id(n)] = (n[2], ()) if n[1] >= tau else None  # n[1]: start time
-        elif kind == OUTPUT:
-            below = value(n[3])
-            memo[id(n)] = None if below is None else (below[0], below[1] + (n[2],))
-        else:
-            right = value(n[3]) if n[3][1] >= tau else None
-            memo[id(n)] = combine(value(n[2]), right)
+def _post_order(root: Node, tau: int | float, leaf: Callable[[Node], bool]) -> list[Node]:
+    """Nodes below ``root`` within the window, children first, without recursion.
 
-
-def _nodes_post_order(root: Node, tau: int | float) -> list[Node]:
-    """Nodes reachable from ``root`` within the window, children before parents (no recursion)."""
+    Union nodes for which ``leaf`` holds (a valid cache) are not expanded.
+    """
     out: list[Node] = []
     seen: set[int] = set()
     stack: list[tuple[Node, bool]] = [(root, False)]
@@ -136,7 +190,7 @@ def _nodes_post_order(root: Node, tau: int | float) -> list[Node]:
         stack.append((n, True))
         if n[0] == OUTPUT:
             stack.append((n[3], False))
-        elif n[0] != BOTTOM:
+        elif n[0] == UNION and not leaf(n):
             stack.append((n[2], False))
             if n[3][1] >= tau:
                 stack.append((n[3], False))

@@ -16,14 +16,14 @@ is the best below its child plus ``p``, and the best below a union node is the
 better of its children's.  Matches are persistent chains ``(pos, rest)``,
 latest position first, so extending one is O(1).
 
-For NEXT and LAST the best below a union node is cached on the node (nodes
-never change, and the window bound ``tau`` only grows): it stays valid as long
-as it still starts inside the window, because dropping matches that were not
-the best cannot change the best.  So each union node is usually resolved once,
-and the cost per end position is that of the nodes created since.  MAX keeps
-every maximal set and is recomputed per end position: its cost is linear in
-the reachable part of the tECS within the window (never in the number of
-matches).
+The result below a union node is cached on the node (nodes never change, and
+the window bound ``tau`` only grows): for NEXT and LAST the best match stays
+valid as long as it still starts inside the window, because dropping matches
+that were not the best cannot change the best; for MAX the maximal sets stay
+valid while they all start inside the window.  So a union node is usually
+resolved once, and the cost per end position is that of the nodes created
+since, times the cost of comparing matches (NEXT compares from the earliest
+events and can walk long matches; MAX compares sets).
 """
 
 from __future__ import annotations
@@ -146,29 +146,50 @@ def best_match(roots: list[Node], tau: int | float, better: Better) -> tuple[int
 
 
 def maximal_matches(roots: list[Node], tau: int | float) -> list[tuple[int, tuple[int, ...]]]:
-    """The complex events below ``roots`` (starting at ``tau`` or later) contained in no other."""
-    memo: dict[int, list[tuple[int, frozenset[int]]]] = {}
+    """The complex events below ``roots`` (starting at ``tau`` or later) contained in no other.
+
+    A union node's maximal sets are cached on it while they all still start
+    inside the window: then no set they dominated can have become maximal.
+    """
+    Entry = tuple[int | float, int, frozenset[int]]  # start time, start position, positions
+
+    def cached(n: Node) -> bool:
+        if len(n) <= CACHE:
+            return False
+        entries = n[CACHE]
+        return all(e[0] >= tau for e in entries)
+
+    memo: dict[int, list[Entry]] = {}
     for root in roots:
-        for n in _post_order(root, tau, lambda _: False):
-            if id(n) in memo:
+        for n in _post_order(root, tau, cached):
+            key = id(n)
+            if key in memo:
                 continue
             kind = n[0]
             if kind == BOTTOM:
-                memo[id(n)] = [(n[2], frozenset())] if n[1] >= tau else []
+                memo[key] = [(n[1], n[2], frozenset())] if n[1] >= tau else []
             elif kind == OUTPUT:
-                memo[id(n)] = [(s, ps | {n[2]}) for s, ps in memo[id(n[3])]]
+                memo[key] = [(t, s, ps | {n[2]}) for t, s, ps in memo[id(n[3])]]
+            elif cached(n):
+                memo[key] = n[CACHE]
             else:
                 right = memo[id(n[3])] if n[3][1] >= tau else []
-                memo[id(n)] = _maximal(memo[id(n[2])] + right)
-    found: list[tuple[int, frozenset[int]]] = []
+                entries = _maximal(memo[id(n[2])] + right)
+                if len(n) > CACHE:
+                    n[CACHE] = entries
+                else:
+                    n.append(entries)
+                memo[key] = entries
+    found: list[Entry] = []
     for root in roots:
         found.extend(memo[id(root)])
-    return [(s, tuple(sorted(ps))) for s, ps in _maximal(found)]
+    return [(s, tuple(sorted(ps))) for _, s, ps in _maximal(found)]
 
 
-def _maximal(sets: list[tuple[int, frozenset[int]]]) -> list[tuple[int, frozenset[int]]]:
+def _maximal(sets: list[Any]) -> list[Any]:
+    """The entries whose position set (last field) is contained in no other's."""
     unique = list(dict.fromkeys(sets))
-    return [a for a in unique if not any(a[1] < b[1] for b in unique)]
+    return [a for a in unique if not any(a[-1] < b[-1] for b in unique)]
 
 
 def _post_order(root: Node, tau: int | float, leaf: Callable[[Node], bool]) -> list[Node]:

@@ -105,61 +105,77 @@ def best_match(roots: list[Node], tau: int | float, better: Better) -> tuple[int
             return x
         return y
 
-    def cached(n: Node) -> bool:
-        if len(n) <= CACHE:
-            return False
-        best = n[CACHE]
-        return best is None or best[0] >= tau
+    def extend(below: Best, pos: int) -> Best:
+        if below is None:
+            return None
+        rest = below[2]
+        chain = (pos, rest, pos, 1) if rest is None else (pos, rest, rest[2], rest[3] + 1)
+        return (below[0], below[1], chain)
 
-    memo: dict[int, Best] = {}
     found: Best = None
-    for root in roots:
-        for n in _post_order(root, tau, cached):
-            key = id(n)
-            if key in memo:
-                continue
-            kind = n[0]
-            if kind == BOTTOM:
-                memo[key] = (n[1], n[2], None) if n[1] >= tau else None
-            elif kind == OUTPUT:
-                below = memo[id(n[3])]
-                if below is None:
-                    memo[key] = None
-                else:
-                    rest = below[2]
-                    chain = (n[2], rest, n[2], 1) if rest is None else (n[2], rest, rest[2], rest[3] + 1)
-                    memo[key] = (below[0], below[1], chain)
-            elif cached(n):
-                memo[key] = n[CACHE]
-            else:
-                right = memo[id(n[3])] if n[3][1] >= tau else None
-                best = combine(memo[id(n[2])], right)
-                if len(n) > CACHE:
-                    n[CACHE] = best
-                else:
-                    n.append(best)
-                memo[key] = best
-        found = combine(found, memo[id(root)])
+    for value in _solve(
+        roots,
+        tau,
+        bottom=lambda n: (n[1], n[2], None),
+        extend=extend,
+        union=combine,
+        none=None,
+        valid=lambda best: best is None or best[0] >= tau,
+    ):
+        found = combine(found, value)
     if found is None:
         return None
     return found[1], tuple(_positions(found[2])[::-1])
 
 
+Entry = tuple[int | float, int, frozenset[int]]
+"""A match for MAX: start time, start position, positions."""
+
+
 def maximal_matches(roots: list[Node], tau: int | float) -> list[tuple[int, tuple[int, ...]]]:
     """The complex events below ``roots`` (starting at ``tau`` or later) contained in no other.
 
-    A union node's maximal sets are cached on it while they all still start
-    inside the window: then no set they dominated can have become maximal.
+    A union node's maximal sets stay valid while they all still start inside
+    the window: then no set they dominated can have become maximal.
     """
-    Entry = tuple[int | float, int, frozenset[int]]  # start time, start position, positions
+    empty: list[Entry] = []
+    found: list[Entry] = []
+    for value in _solve(
+        roots,
+        tau,
+        bottom=lambda n: [(n[1], n[2], frozenset())],
+        extend=lambda below, pos: [(t, s, ps | {pos}) for t, s, ps in below],
+        union=lambda left, right: _maximal(left + right),
+        none=empty,
+        valid=lambda entries: all(e[0] >= tau for e in entries),
+    ):
+        found.extend(value)
+    return [(s, tuple(sorted(ps))) for _, s, ps in _maximal(found)]
+
+
+def _solve(
+    roots: list[Node],
+    tau: int | float,
+    *,
+    bottom: Callable[[Node], Any],
+    extend: Callable[[Any, int], Any],
+    union: Callable[[Any, Any], Any],
+    none: Any,
+    valid: Callable[[Any], bool],
+) -> list[Any]:
+    """The dynamic program below each root, children before parents.
+
+    ``bottom`` gives the value of a run starting at a bottom node inside the
+    window (``none`` outside it), ``extend`` adds an output node's position,
+    ``union`` combines a union node's children (a right child that starts
+    before ``tau`` counts as ``none``).  Union nodes keep their value in slot
+    ``CACHE`` and reuse it while ``valid`` says it still holds at ``tau``.
+    """
 
     def cached(n: Node) -> bool:
-        if len(n) <= CACHE:
-            return False
-        entries = n[CACHE]
-        return all(e[0] >= tau for e in entries)
+        return len(n) > CACHE and valid(n[CACHE])
 
-    memo: dict[int, list[Entry]] = {}
+    memo: dict[int, Any] = {}
     for root in roots:
         for n in _post_order(root, tau, cached):
             key = id(n)
@@ -167,23 +183,20 @@ def maximal_matches(roots: list[Node], tau: int | float) -> list[tuple[int, tupl
                 continue
             kind = n[0]
             if kind == BOTTOM:
-                memo[key] = [(n[1], n[2], frozenset())] if n[1] >= tau else []
+                memo[key] = bottom(n) if n[1] >= tau else none
             elif kind == OUTPUT:
-                memo[key] = [(t, s, ps | {n[2]}) for t, s, ps in memo[id(n[3])]]
+                memo[key] = extend(memo[id(n[3])], n[2])
             elif cached(n):
                 memo[key] = n[CACHE]
             else:
-                right = memo[id(n[3])] if n[3][1] >= tau else []
-                entries = _maximal(memo[id(n[2])] + right)
+                right = memo[id(n[3])] if n[3][1] >= tau else none
+                value = union(memo[id(n[2])], right)
                 if len(n) > CACHE:
-                    n[CACHE] = entries
+                    n[CACHE] = value
                 else:
-                    n.append(entries)
-                memo[key] = entries
-    found: list[Entry] = []
-    for root in roots:
-        found.extend(memo[id(root)])
-    return [(s, tuple(sorted(ps))) for _, s, ps in _maximal(found)]
+                    n.append(value)
+                memo[key] = value
+    return [memo[id(root)] for root in roots]
 
 
 def _maximal(sets: list[Any]) -> list[Any]:

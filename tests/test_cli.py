@@ -21,10 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import kleene
 from kleene.cli import Progress, UsageError, bad_row_policy, load_query, main
-
-needs_engine = pytest.mark.skipif(not hasattr(kleene, "compile"), reason="the engine (kleene.compile) has not landed yet")
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRS = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] WITHIN 3 EVENTS"
@@ -160,7 +157,6 @@ class TestProgress:
 
 
 # ------------------------------------------------------------- with the engine
-@needs_engine
 class TestRun:
     def test_end_to_end_csv(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         data = write_csv(tmp_path / "e.csv", EVENTS)
@@ -251,7 +247,6 @@ class TestRun:
         assert pairs_of(lines) == [(0, 1)]
 
 
-@needs_engine
 class TestExitCodes:
     def test_syntax_error_exits_2_with_caret(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         data = write_csv(tmp_path / "e.csv", EVENTS)
@@ -285,7 +280,6 @@ def _with_null_price() -> tuple[list[dict[str, Any]], int]:
     return events, bad
 
 
-@needs_engine
 class TestBadRows:
     def test_null_value_stops_the_run_by_default(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         events, bad = _with_null_price()
@@ -327,7 +321,6 @@ class TestBadRows:
         assert json.loads(qfile.read_text().splitlines()[0])["row"] == bad
 
 
-@needs_engine
 def test_python_dash_m_kleene(tmp_path: Path) -> None:
     data = write_csv(tmp_path / "e.csv", EVENTS)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}

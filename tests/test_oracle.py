@@ -8,7 +8,6 @@ properties that any correct evaluator of the CORE semantics must satisfy.
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import pytest
@@ -25,8 +24,6 @@ from kleene.reference.predicates import holds
 from paper_cases import CASES, Case, as_, atom, cmp, et, filt, plus, query, seq, types
 from strategies import cases, queries, streams, variables_of
 
-HAS_PARSER = importlib.util.find_spec("kleene.language.parser") is not None
-HAS_PRINTER = importlib.util.find_spec("kleene.language.printer") is not None
 BUDGET = 200_000
 
 
@@ -42,7 +39,6 @@ def test_paper_case_hand_built_ast(case: Case) -> None:
     assert evaluate(case.ast, case.events, times=case.times) == case.expected
 
 
-@pytest.mark.skipif(not HAS_PARSER, reason="parser not written yet")
 @pytest.mark.parametrize("case", CASES, ids=_ids)
 def test_paper_case_query_text(case: Case) -> None:
     from kleene.language.parser import parse_query
@@ -309,7 +305,6 @@ def test_sequence_is_associative_and_or_commutative(
     )
 
 
-@pytest.mark.skipif(not (HAS_PARSER and HAS_PRINTER), reason="parser or printer missing")
 @SETTINGS
 @given(cases())
 def test_printed_text_evaluates_the_same(case: tuple[ast.Query, Any, Any]) -> None:

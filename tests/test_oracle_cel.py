@@ -10,7 +10,6 @@ and by algebraic laws on generated queries (``cases(full_cel=True)``).
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
 from itertools import combinations
 from typing import Any
@@ -49,8 +48,6 @@ from paper_cases import (
 )
 from strategies import cases, streams
 
-HAS_PARSER = importlib.util.find_spec("kleene.language.parser") is not None
-HAS_PRINTER = importlib.util.find_spec("kleene.language.printer") is not None
 BUDGET = 200_000
 
 
@@ -164,7 +161,6 @@ def test_thesis_table(
     assert evaluate(qry, stream) == expected
 
 
-@pytest.mark.skipif(not (HAS_PARSER and HAS_PRINTER), reason="parser or printer missing")
 @pytest.mark.parametrize(
     ("name", "qry", "stream", "expected"), THESIS_TABLE, ids=[c[0] for c in THESIS_TABLE]
 )
@@ -637,7 +633,6 @@ def test_not_and_its_pattern_split_the_events(case: Case) -> None:
     assert {c for c in both if c[0] == c[1]} == {m(i) for i in in_some_partition}
 
 
-@pytest.mark.skipif(not (HAS_PARSER and HAS_PRINTER), reason="parser or printer missing")
 @SETTINGS
 @given(cases(full_cel=True))
 def test_printed_text_evaluates_the_same(case: Case) -> None:

@@ -19,8 +19,6 @@ import pyarrow.csv  # noqa: F401  (pa.csv)
 import pyarrow.parquet as pq
 import pytest
 
-pytest.importorskip("pyspark")
-
 import kleene  # noqa: E402
 from kleene.cli import main  # noqa: E402
 from kleene.spark import detect, output_schema, plan_for  # noqa: E402

@@ -23,8 +23,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-pyspark = pytest.importorskip("pyspark")
-
 import kleene  # noqa: E402
 from kleene.language.errors import UnsupportedError  # noqa: E402
 from kleene.spark.stream import detect_stream, read_results, start_stream  # noqa: E402

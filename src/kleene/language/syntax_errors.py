@@ -42,6 +42,7 @@ _NAME_AFTER = {
     "_FROM": "a stream name",
     "_STREAM": "a stream name",
     "_EVENT": "an event type name",
+    "_QUERY": "a query name",
     "MORETHAN": "an event type",
     "LSQB": "an attribute name",
     "COLON": "an attribute type (int, double, string, boolean or primary_time)",

@@ -66,8 +66,10 @@ class ComplexEvent:
 
     ``start`` and ``end`` are the 0-based input positions of its interval,
     ``positions`` the sorted input positions of its events, ``events`` their
-    attributes (with the event type under the type column's name), and
-    ``partition`` the PARTITION BY key (None without PARTITION BY).
+    attributes (with the event type under the type column's name),
+    ``partition`` the PARTITION BY key (None without PARTITION BY), and
+    ``query`` the name of the query that found it when several queries run
+    together (:func:`kleene.compile_many`; None for a single query).
     """
 
     start: int
@@ -75,9 +77,11 @@ class ComplexEvent:
     positions: tuple[int, ...]
     events: tuple[dict[str, Any], ...]
     partition: tuple[Any, ...] | None = None
+    query: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        out: dict[str, Any] = {} if self.query is None else {"query": self.query}
+        out |= {
             "start": self.start,
             "end": self.end,
             "positions": list(self.positions),
@@ -474,6 +478,8 @@ class Session:
         )
         self.reported: set[int] | None = None
         """Input rows already handed to the policy, when several queries share it."""
+        self.name: str | None = None
+        """The query's name when it runs with others (it tags each complex event)."""
 
     def feed(
         self,
@@ -709,7 +715,7 @@ class Session:
             if attrs is not None:
                 row = {k: row.get(k) for k in (type_column, *attrs)}
             events.append(row)
-        return ComplexEvent(start, end, positions, tuple(events), key)  # type: ignore[arg-type]
+        return ComplexEvent(start, end, positions, tuple(events), key, self.name)  # type: ignore[arg-type]
 
 
 @contextlib.contextmanager

@@ -75,7 +75,7 @@ class _Group:
 
 
 def compile_many(
-    queries: str | Sequence[str] | Mapping[str, str],
+    queries: str | Sequence[str | tuple[str | None, str]] | Mapping[str, str],
     schema: Schema | None = None,
     *,
     type_column: str = "type",
@@ -87,8 +87,9 @@ def compile_many(
 ) -> QuerySet:
     """Compile several CEQL queries to run together over one stream.
 
-    ``queries`` is one text, a list of texts, or a mapping name -> text; any
-    text may hold several queries, each optionally headed ``QUERY name:``
+    ``queries`` is one text, a list of texts (or of ``(name, text)`` pairs,
+    a name None for none), or a mapping name -> text; any text may hold
+    several queries, each optionally headed ``QUERY name:``
     (see the module docstring for naming).  The keyword options are those of
     :func:`kleene.compile` and apply to every query.
     """
@@ -97,7 +98,7 @@ def compile_many(
     elif isinstance(queries, Mapping):
         texts = [(str(k), v) for k, v in queries.items()]
     else:
-        texts = [(None, t) for t in queries]
+        texts = [(None, t) if isinstance(t, str) else t for t in queries]
     options: dict[str, Any] = {
         "type_column": type_column,
         "time_column": time_column,

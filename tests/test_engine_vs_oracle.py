@@ -85,7 +85,7 @@ def test_engine_equals_oracle_full_cel_so_far(case: Case) -> None:
 
 
 @settings(
-    max_examples=500,
+    max_examples=300,
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )

@@ -115,6 +115,7 @@ def test_unexpected_end_points_at_the_end() -> None:
         ("SELECT FROM S WHERE A", "S W", "unexpected 'S', expected ',', '[', FROM or WHERE ('FROM' was read as a name here; is something missing before it?)"),
         ("CREATE STREAM S { EVENT A { x: float } } SELECT * WHERE A", "float", "unknown attribute type 'float'"),
         ("SELECT * FROM S WHERE A FILTER a[x > 1e999]", "1e999", "too large"),
+        ("SELECT * WHERE A; SELECT * WHERE B", "; SELECT", "';' does not separate queries (it is the sequence operator)"),
     ],
 )
 def test_syntax_errors(text: str, needle: str, message: str) -> None:

@@ -58,7 +58,7 @@ def options(with_streams: bool) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(query_sets())
 def test_together_equals_alone_and_oracle(case: tuple[list[ast.Query], list[Event], list[int], bool]) -> None:
     qs, events, times, with_streams = case

@@ -60,6 +60,16 @@ class Match(NamedTuple):
     partition: Hashable
 
 
+class QueryMatch(NamedTuple):
+    """A :class:`Match` and the name of its query, when several queries run together."""
+
+    query: str
+    start: int
+    end: int
+    positions: tuple[int, ...]
+    partition: Hashable
+
+
 @dataclass(frozen=True, slots=True)
 class ComplexEvent:
     """A complex event: its interval, its positions and its events' data.
@@ -636,6 +646,9 @@ class Session:
             self.engine.run_batch(bits, pos_list, time_list, keys, found)
             if not with_events:
                 new = tuple.__new__
+                if self.name is not None:
+                    tag = (self.name,)
+                    return [new(QueryMatch, tag + f) for f in found]  # type: ignore[return-value]
                 return [new(Match, f) for f in found]
             events = [self._materialize(*f) for f in found]
         self.store.release_before(self.engine.tau)

@@ -88,6 +88,10 @@ def test_from_reads_only_its_streams_positions_stay_global() -> None:
     assert positions("SELECT * FROM Sensors, Door WHERE T ; NOT(T)", rows) == [(0, 1)]
     # No FROM: every stream.
     assert positions("SELECT * WHERE OPEN ; Door>T", rows) == [(1, 3)]
+    # WITHIN n EVENTS counts global positions (as under PARTITION BY): the
+    # door event between the two readings counts.
+    assert positions("SELECT * FROM Sensors WHERE T ; T WITHIN 1 EVENTS", rows) == []
+    assert positions("SELECT * FROM Sensors WHERE T ; T WITHIN 2 EVENTS", rows) == [(0, 2)]
 
 
 def test_without_a_stream_column_the_input_is_one_stream() -> None:

@@ -22,6 +22,7 @@ import pytest
 import kleene  # noqa: E402
 from kleene.cli import main  # noqa: E402
 from kleene.spark import detect, output_schema, plan_for  # noqa: E402
+from kleene.spark.batch import _input_order_positions  # noqa: E402
 
 NAMES = ["MSFT", "INTC", "AAPL", "GOOG", "AMZN"]
 
@@ -149,6 +150,40 @@ def test_positions_without_order_by_follow_input_order(spark: Any, tmp_path: Pat
     want = sorted((c.start, c.end, c.positions) for c in kleene.compile(query).run(table))
     assert got == want and got
     assert all(r["start_time"] is None and r["partition"] is None for r in rows)
+
+
+@pytest.fixture(scope="module")
+def ordered_parquet(spark: Any, events: pa.Table, tmp_path_factory: Any) -> Any:
+    """The events in time order, as one Parquet file read in several partitions."""
+    ordered = events.sort_by([("ts", "ascending"), ("id", "ascending")])
+    path = tmp_path_factory.mktemp("ordered") / "events.parquet"
+    pq.write_table(ordered, path, row_group_size=600)
+    saved = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "16k")
+    try:
+        df = spark.read.parquet(str(path)).cache()
+        assert df.rdd.getNumPartitions() >= 3
+        df.count()
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", saved)
+    return df
+
+
+@pytest.mark.parametrize("query", [PARTITIONED[0], PARTITIONED[1], PARTITIONED[3]])
+def test_time_ordered_input_needs_no_sort(
+    events: pa.Table, events_df: Any, ordered_parquet: Any, query: str
+) -> None:
+    """Input already in time order, no order_by: positions from the row ids, same output."""
+    ts = events_df.schema["ts"].dataType
+    assert _input_order_positions(ordered_parquet, "ts", ts) is not None
+    assert _input_order_positions(events_df, "ts", ts) is None  # shuffled: the general path
+    rows = detect(ordered_parquet, query, time_column="ts").collect()
+    got = sorted(
+        _key(r["start"], r["end"], tuple(r["positions"]), [e.asDict() for e in r["events"]],
+             tuple(r["partition"]) if r["partition"] is not None else None)
+        for r in rows
+    )
+    assert got == reference(query, events, time_column="ts")
 
 
 def test_output_schema_and_times(spark: Any) -> None:

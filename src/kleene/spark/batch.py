@@ -214,7 +214,13 @@ def detect(
     time_type = df.schema[time_column].dataType if time_column else None
     plan = plan_for(compiled, time_type, k)
 
-    positioned, range_info = _positions(df, time_column, order_cols, k, compiled, time_type, plan)
+    in_order = None
+    if not order_cols and plan.mode != "ranges":
+        in_order = _input_order_positions(df, time_column, time_type)
+    if in_order is not None:
+        positioned, range_info = in_order, None
+    else:
+        positioned, range_info = _positions(df, time_column, order_cols, k, compiled, time_type, plan)
     out_schema = output_schema(df.schema, partition_by=compiled.partition_by, time_column=time_column)
     evaluator = _Evaluator(
         text=text,
@@ -308,6 +314,106 @@ def _positions(
         starts.append((offsets[p], nxt))
     starts.reverse()
     return positioned.withColumnRenamed(PART, RANGE), starts
+
+
+RID_BITS = 33
+"""``monotonically_increasing_id()`` is the partition index times 2**33 plus the row's index in it."""
+
+
+def _input_order_positions(
+    df: DataFrame, time_column: str | None, time_type: T.DataType | None
+) -> DataFrame | None:
+    """Positions without sorting, when the input is already in time order (else None).
+
+    Event logs usually arrive in time order.  The row id then *is* the order
+    ``(time, row id)``: one cheap job reads the row ids and the time column
+    and reports runs of consecutive row ids with their first and last time
+    and whether the times never decrease inside the run.  If the runs tile
+    every input partition and the times never decrease from one run to the
+    next in row-id order (ties are fine: the row id orders them the same
+    way), a row's position is the rows of earlier partitions plus its index
+    in its own, both read off its row id.  This saves the sample and the
+    global sort, the two costliest jobs, and gives exactly the positions of
+    :func:`_positions`.  Without a time column the input order is the order.
+    """
+    with_id = df.withColumn(RID, F.monotonically_increasing_id())
+    part = F.shiftright(F.col(RID), RID_BITS)
+    index = F.col(RID).bitwiseAND(F.lit((1 << RID_BITS) - 1))
+    time: Column = F.lit(0).cast("long")
+    kind = "long"  # integral times are compared exactly, not as doubles
+    if time_column is not None:
+        if isinstance(time_type, (T.TimestampType, T.TimestampNTZType)):
+            time = F.unix_micros(F.col(time_column).cast("timestamp"))
+        elif isinstance(time_type, T.DateType):
+            time = F.unix_date(F.col(time_column))
+        elif isinstance(time_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+            time = F.col(time_column).cast("long")
+        elif isinstance(time_type, (T.FloatType, T.DoubleType)):
+            time, kind = F.col(time_column).cast("double"), "double"
+        else:
+            return None
+    runs = (
+        with_id.select(part.alias("p"), index.alias("i"), time.alias("t"))
+        .mapInArrow(
+            _ordered_runs,
+            f"p long, i long, last_i long, ordered boolean, first {kind}, last {kind}",
+        )
+        .collect()
+    )
+    counts: dict[int, int] = {}
+    previous: Any = None
+    for r in sorted(runs, key=lambda r: (r["p"], r["i"])):
+        if not r["ordered"] or r["i"] != counts.get(r["p"], 0):
+            return None  # times decrease, or the runs do not tile the partition
+        if previous is not None and r["first"] < previous:
+            return None
+        previous = r["last"]
+        counts[r["p"]] = r["last_i"] + 1
+    offsets = [0] * (max(counts, default=0) + 1)
+    total = 0
+    for p in sorted(counts):
+        offsets[p] = total
+        total += counts[p]
+    offset_of = F.array(*[F.lit(o).cast("long") for o in offsets])
+    return with_id.withColumn(POS, F.element_at(offset_of, (part + 1).cast("int")) + index)
+
+
+def _ordered_runs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Runs of consecutive row ids (same partition, index + 1 each row) in the rows given.
+
+    Per run: partition, first and last index, whether its times never
+    decrease (and are never null), first and last time.
+    """
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        p = batch.column(0).to_numpy()
+        i = batch.column(1).to_numpy()
+        t = batch.column(2)
+        valid = np.ones(len(p), dtype=bool) if not t.null_count else ~np.asarray(t.is_null())
+        times = t.fill_null(0).to_numpy(zero_copy_only=False) if t.null_count else t.to_numpy()
+        cut = np.flatnonzero((p[1:] != p[:-1]) | (i[1:] != i[:-1] + 1)) + 1
+        starts = np.concatenate(([0], cut))
+        ends = np.concatenate((cut, [len(p)])) - 1
+        steps_ok = np.concatenate(([True], times[1:] >= times[:-1]))
+        steps_ok &= valid
+        # ordered per run: every step inside the run is non-decreasing (the
+        # run's first row is compared with nothing before it)
+        steps_ok[starts] = valid[starts]
+        bad = np.cumsum(~steps_ok)
+        bad_before = np.concatenate(([0], bad))[starts]
+        ordered = bad[ends] - bad_before == 0
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array(p[starts]),
+                pa.array(i[starts]),
+                pa.array(i[ends]),
+                pa.array(ordered),
+                pa.array(times[starts]),
+                pa.array(times[ends]),
+            ],
+            names=["p", "i", "last_i", "ordered", "first", "last"],
+        )
 
 
 def _sample_bounds(df: DataFrame, keys: list[str], k: int) -> list[tuple[Any, ...]]:

@@ -64,6 +64,9 @@ def expr_to_ceql(expr: ast.Expr) -> str:
         return _const(expr.value)
     if isinstance(expr, ast.Attr):
         return quote_name(expr.name)
+    if isinstance(expr, ast.VarAttr):
+        var = quote_name(expr.var)
+        return f"{'prev(' + var + ')' if expr.prev else var}.{quote_name(expr.name)}"
     if isinstance(expr, ast.BinOp):
         return f"({expr_to_ceql(expr.left)} {expr.op} {expr_to_ceql(expr.right)})"
     # Neg: the parentheses keep "-(1)" a Neg rather than the constant -1.

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import kleene
 from condition_cases import CASES, REJECTED, CondCase
+from kleene.language import ast
 from kleene.language.errors import QueryError
 from kleene.language.parser import parse_query
+from kleene.language.printer import to_ceql
 from kleene.reference.oracle import evaluate
+from strategies import condition_cases
+from test_engine_vs_oracle import check_against_oracle, compile_case
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -59,8 +65,28 @@ def test_kinds_are_checked_across_events() -> None:
 
 
 def test_printer_round_trip() -> None:
-    from kleene.language.printer import to_ceql
 
     text = "SELECT * WHERE SELL as s ; (BUY as b)+ FILTER b[price > prev(b).price AND volume >= 2 * s.volume]"
     q = parse_query(text)
     assert parse_query(to_ceql(q)) == q
+
+
+def run_engine(query: str, events: list[dict]) -> set[tuple[int, int, tuple[int, ...]]]:
+    q = kleene.compile(query)
+    got = [(m.start, m.end, m.positions) for m in q.matches(pa.Table.from_pylist(events))]
+    assert len(got) == len(set(got)), "a complex event was output twice"
+    return set(got)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_case_on_engine(case: CondCase) -> None:
+    assert run_engine(case.query, [dict(e) for e in case.events]) == set(case.expected)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(condition_cases())
+def test_register_engine_equals_oracle(case: tuple[ast.Query, list[dict], list[int]]) -> None:
+    """Random queries with conditions between events: the register engine against the oracle."""
+    query, events, times = case
+    assert compile_case(query).engine == "registers"
+    check_against_oracle(case)

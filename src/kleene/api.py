@@ -29,15 +29,20 @@ import pyarrow as pa
 from kleene.automata.compile import Atoms, compile_pattern
 from kleene.automata.conform import Requirement, conform
 from kleene.automata.determinize import LazyDFA
-from kleene.automata.predicates import PredicateTable
+from kleene.automata.predicates import PredicateTable, infer_kinds
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.timecol import to_nanos
 from kleene.language import ast
 from kleene.language.checks import check
+from kleene.language.conditions import atoms as filter_atoms
+from kleene.language.conditions import nary_filters, var_attrs
 from kleene.language.errors import DataError, KleeneError, UnsupportedError
 from kleene.language.parser import parse, parse_duration
+from kleene.language.printer import filter_to_ceql
 from kleene.language.schema import Schema
 from kleene.language.variables import variable_event_types
+from kleene.registers.automaton import SRT, compile_srt
+from kleene.registers.runtime import RegisterEngine
 from kleene.runtime.engine import Engine, Settings
 from kleene.runtime.enumeration import Found
 from kleene.runtime.store import EventStore
@@ -156,17 +161,26 @@ class Query:
                 raise KleeneError("max_delay reorders events by time: pass time_column too")
             self.max_delay = parse_duration(max_delay)
 
-        self.atoms = Atoms()
-        self.atoms.collect(query.where)
         items = query.select.items
         projection = None if items is None else frozenset(i.var for i in items)
-        try:
-            self.cea = compile_pattern(
-                query.where, self.atoms, projection, strict=query.select.strategy == "STRICT"
-            )
-        except ValueError as err:  # a construct too large to compile (see compile.py)
-            span = query.where.span
-            raise UnsupportedError(str(err), span.line, span.column, source) from None
+        self.engine, self.engine_reason = choose_engine(query)
+        """``"tecs"`` (CORE's algorithm) or ``"registers"`` (SRT runs), and why."""
+        self.atoms = Atoms()
+        self.cea = None
+        self.srt: SRT | None = None
+        if self.engine == "registers":
+            self.srt = compile_srt(query.where, projection)
+            self.atoms.event_types = list(self.srt.event_types)
+            self.atoms.preds = list(self.srt.preds)
+        else:
+            self.atoms.collect(query.where)
+            try:
+                self.cea = compile_pattern(
+                    query.where, self.atoms, projection, strict=query.select.strategy == "STRICT"
+                )
+            except ValueError as err:  # a construct too large to compile (see compile.py)
+                span = query.where.span
+                raise UnsupportedError(str(err), span.line, span.column, source) from None
         self.predicates = PredicateTable(
             self.atoms.event_types, self.atoms.preds, type_column=type_column
         )
@@ -200,6 +214,33 @@ class Query:
         self._session = Session(self)
 
     # ------------------------------------------------------------ public API
+    def explain(self) -> str:
+        """Which engine evaluates this query, why, and what it compiled to."""
+        lines = [f"engine: {self.engine}", f"why: {self.engine_reason}"]
+        if self.srt is not None:
+            srt = self.srt
+            transitions = sum(len(ts) for ts in srt.labelled)
+            lines.append(
+                f"automaton: symbolic register transducer, {srt.num_states} states, "
+                f"{transitions} transitions, registers: "
+                + (", ".join(srt.register_names) or "none")
+            )
+            lines.append(
+                f"prefilter: {len(srt.event_types)} event types and {len(srt.preds)} unary "
+                "predicates evaluated vectorized; "
+                + (
+                    "every event visited (contiguity)"
+                    if srt.contiguous or self.ast.select.strategy == "STRICT"
+                    else "only events some transition accepts are visited"
+                )
+            )
+        elif self.cea is not None:
+            lines.append(
+                f"automaton: complex event automaton, {self.cea.num_states} states, "
+                f"{len(self.cea.transitions)} transitions, determinized lazily"
+            )
+        return "\n".join(lines)
+
     def session(self) -> Session:
         """A fresh evaluation state, fed batch by batch with :meth:`Session.feed`."""
         return Session(self)
@@ -253,7 +294,11 @@ class Query:
         ``FILTER x[P]`` reads the attributes of ``P`` on the events ``x`` can
         be bound to: rows of those types must carry valid values.
         """
-        kinds = self.predicates.attributes()
+        every = [a.pred for f in _filters(self.ast.where) for a in filter_atoms(f.condition)]
+        names = {r.name for p in every for r in var_attrs(p)} | {
+            name for p in every for name in _attributes(p)
+        }
+        kinds = infer_kinds(every, sorted(names))
         req: dict[str, set[str]] = {}
 
         def conditions(cond: ast.FilterExpr) -> Iterator[ast.FilterAtom]:
@@ -269,16 +314,22 @@ class Query:
                 for atom in conditions(p.condition):
                     for attr in _attributes(atom.pred):
                         req.setdefault(attr, set()).update(scope.get(atom.var, ()))
+                    for ref in var_attrs(atom.pred):  # a.attr reads a's events
+                        req.setdefault(ref.name, set()).update(scope.get(ref.var, ()))
             for child in ("pattern", "left", "right"):
                 node = getattr(p, child, None)
                 if node is not None:
                     walk(node)
 
         walk(self.ast.where)
+        # An attribute of unknown kind is a number for unary predicates (as
+        # always); one compared only with other events' values of unknown
+        # kind (`kind = a.kind`) compares by its runtime type, unconverted.
+        unary = {name for p in every for name in _attributes(p) if not any(var_attrs(p))}
         out = {
             attr: Requirement(kinds.get(attr, "number"), frozenset(types))
             for attr, types in req.items()
-            if types
+            if types and (attr in kinds or attr in unary)
         }
         window = self.ast.within
         if isinstance(window, ast.AttrWindow):
@@ -291,6 +342,31 @@ class Query:
         if not items or any(i.attrs is None for i in items):
             return None
         return tuple(dict.fromkeys(a for i in items for a in i.attrs or ()))
+
+
+def choose_engine(query: ast.Query) -> tuple[str, str]:
+    """The engine for a query: CORE's tECS unless some FILTER relates two events."""
+    found = next(nary_filters(query.where), None)
+    if found is None:
+        return "tecs", (
+            "every FILTER reads only the event it filters (unary predicates): CORE's "
+            "algorithm, constant time per event and output-linear enumeration"
+        )
+    _, atom = found
+    return "registers", (
+        f"{filter_to_ceql(atom)} relates events to each other, which unary automata cannot "
+        "express: symbolic register transducer runs (the SRT papers), with the unary "
+        "conditions as a vectorized prefilter"
+    )
+
+
+def _filters(p: ast.Pattern) -> Iterator[ast.Filter]:
+    if isinstance(p, ast.Filter):
+        yield p
+    for child in ("pattern", "left", "right"):
+        node = getattr(p, child, None)
+        if node is not None:
+            yield from _filters(node)
 
 
 def _attributes(pred: ast.Pred | ast.Expr) -> set[str]:
@@ -316,7 +392,20 @@ class Session:
 
     def __init__(self, query: Query) -> None:
         self.query = query
-        self.engine = Engine(LazyDFA(query.cea), query.settings, skip_inert=query.skip_inert)
+        self.engine: Engine | RegisterEngine
+        if query.srt is not None:
+            settings = query.settings
+            self.engine = RegisterEngine(
+                query.srt,
+                window=settings.window,
+                partitioned=settings.partitioned,
+                consume=settings.consume,
+                limit=settings.limit,
+                strategy=settings.strategy,
+            )
+        else:
+            assert query.cea is not None
+            self.engine = Engine(LazyDFA(query.cea), query.settings, skip_inert=query.skip_inert)
         spec = query._policy_spec
         self.policy = spec if isinstance(spec, BadRowPolicy) else BadRowPolicy(spec)
         self.next_row = 0
@@ -479,7 +568,16 @@ class Session:
             max_time = time_list[-1] if time_list is not None else pos_list[-1]
             self.store.add(batch, positions, max_time)
         with _no_cyclic_gc():
-            self.engine.run_batch(bits, pos_list, time_list, keys, found)
+            engine = self.engine
+            if isinstance(engine, RegisterEngine):
+                names = batch.schema.names
+                columns = [
+                    batch.column(a).to_pylist() if a in names else [None] * batch.num_rows
+                    for a in engine.srt.attributes
+                ]
+                engine.run_batch(bits, pos_list, time_list, keys, columns, found)
+            else:
+                engine.run_batch(bits, pos_list, time_list, keys, found)
             if not with_events:
                 new = tuple.__new__
                 return [new(Match, f) for f in found]

@@ -39,9 +39,25 @@ def var_attrs(node: ast.Pred | ast.Expr) -> Iterator[ast.VarAttr]:
             yield from var_attrs(child)
 
 
+def conjuncts(pred: ast.Pred) -> list[ast.Pred]:
+    """The top-level conjuncts of a predicate (``P AND Q AND R`` -> ``[P, Q, R]``)."""
+    if isinstance(pred, ast.PAnd):
+        return conjuncts(pred.left) + conjuncts(pred.right)
+    return [pred]
+
+
+def reads_prev(pred: ast.Pred) -> bool:
+    return any(r.prev for r in var_attrs(pred))
+
+
+def reads_others(pred: ast.Pred, target: str) -> bool:
+    """Does ``pred`` (on variable ``target``) read another event than the current one?"""
+    return any(r.prev or r.var != target for r in var_attrs(pred))
+
+
 def is_nary(atom: ast.FilterAtom) -> bool:
     """Does ``atom`` read an event other than the one it filters?"""
-    return any(r.prev or r.var != atom.var for r in var_attrs(atom.pred))
+    return reads_others(atom.pred, atom.var)
 
 
 def atoms(cond: ast.FilterExpr) -> Iterator[ast.FilterAtom]:

@@ -100,6 +100,11 @@ def _filter(cond: ast.FilterExpr) -> str:
     return f"({_filter(cond.left)} {op} {_filter(cond.right)})"
 
 
+def filter_to_ceql(cond: ast.FilterExpr) -> str:
+    """A FILTER condition (``x[...] AND y[...]``), fully parenthesised."""
+    return _filter(cond)
+
+
 _BINARY = {ast.Or: "OR", ast.And: "AND", ast.All: "ALL", ast.Unless: "UNLESS"}
 
 

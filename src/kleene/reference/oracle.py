@@ -20,8 +20,9 @@ Semantics implemented (CORE paper §2 and the project's decisions):
   - conditions between events (n-ary ``P``): ``A.attr`` in ``X[P]`` reads the
     event of ``V(A)`` (every one of them, should there be several: the
     checker makes sure there is exactly one), ``prev(X).attr`` the event of
-    ``V(X)`` just before the one checked, so ``P`` is checked on every
-    *consecutive pair* of ``V(X)`` and holds vacuously for the first event.
+    ``V(X)`` just before the one checked: a top-level conjunct of ``P`` that
+    reads ``prev(X)`` is checked on every *consecutive pair* of ``V(X)`` and
+    holds vacuously for the first event (the other conjuncts on every event).
     This is the SRT register semantics (a register overwritten at each
     binding, read by the guard before the write), stated on valuations;
   - ``φ1 OR φ2``: union;
@@ -92,7 +93,7 @@ from itertools import product
 from typing import Any, NamedTuple
 
 from kleene.language import ast
-from kleene.language.conditions import var_attrs
+from kleene.language.conditions import conjuncts, reads_prev, var_attrs
 from kleene.language.variables import single_event
 from kleene.reference.predicates import Others, holds
 
@@ -203,21 +204,21 @@ def _satisfies_nary(
 ) -> bool:
     """``V ⊨ X[P]`` for a condition between events (see the module docstring)."""
     x = atom.var
-    uses_prev = any(r.prev for r in refs)
+    parts = conjuncts(atom.pred)
     names = sorted({r.var for r in refs if not r.prev and r.var != x})
     choices = [sorted(v.get(a)) for a in names]
     bound = sorted(v.get(x))
     for k, i in enumerate(bound):
-        if uses_prev and k == 0:
-            continue  # no previous event of X: nothing to compare with
+        # No previous event of X for the first one: conjuncts reading it hold.
+        checked = [c for c in parts if k > 0 or not reads_prev(c)]
         others: dict[tuple[str, bool], Mapping[str, Any]] = {(x, False): events[i]}
-        if uses_prev:
+        if k > 0:
             others[(x, True)] = events[bound[k - 1]]
         for combo in product(*choices):
             for a, j in zip(names, combo, strict=True):
                 others[(a, False)] = events[j]
             env: Others = others
-            if not holds(atom.pred, events[i], env):
+            if not all(holds(c, events[i], env) for c in checked):
                 return False
     return True
 

@@ -439,3 +439,35 @@ def condition_cases(draw: st.DrawFn, max_size: int = 14) -> tuple[ast.Query, lis
     n = draw(st.integers(size // 2, size))
     evs, times = draw(streams(max_size=n, min_size=n))
     return q, evs, times
+
+
+@st.composite
+def single_events(draw: st.DrawFn, var: str) -> ast.Pattern:
+    """A single-event pattern bound to ``var``: a type, or an OR of two, maybe filtered."""
+    p: ast.Pattern = ast.EventType(draw(st.sampled_from(TYPES)))
+    if draw(st.integers(0, 3)) == 0:
+        p = ast.Or(p, ast.EventType(draw(st.sampled_from(TYPES))))
+    p = ast.As(p, var)
+    if draw(st.booleans()):
+        p = ast.Filter(p, ast.FilterAtom(var, draw(atoms())))
+    return p
+
+
+@st.composite
+def pair_cases(draw: st.DrawFn, max_size: int = 30) -> tuple[ast.Query, list[Event], list[int]]:
+    """Two-event patterns with a condition between them, under a window (the pair join's shape)."""
+    where: ast.Pattern = ast.Seq(draw(single_events("a")), draw(single_events("b")))
+    where = ast.Filter(where, ast.FilterAtom("b", draw(nary_predicates("b", "a"))))
+    if draw(st.booleans()):
+        where = ast.Filter(where, ast.FilterAtom(draw(st.sampled_from(("a", "b"))), draw(atoms())))
+    within = draw(
+        st.one_of(
+            st.integers(0, 8).map(ast.EventsWindow),
+            st.integers(0, 10).map(lambda n: ast.DurationWindow(n * SEC)),
+        )
+    )
+    items = draw(st.sampled_from((None, None, (ast.SelectItem("a"),), (ast.SelectItem("b"),), ())))
+    strategy = draw(st.sampled_from(("ALL", "ANY")))
+    q = ast.Query(ast.Select(strategy, items), ("S",), where, (), within)
+    evs, times = draw(streams(max_size=max_size, min_size=max_size // 2))
+    return q, evs, times

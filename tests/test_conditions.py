@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 import kleene
-from condition_cases import CASES, REJECTED, CondCase
+from condition_cases import CASES, REJECTED, S2, CondCase
 from kleene.language import ast
 from kleene.language.errors import QueryError
 from kleene.language.parser import parse_query
 from kleene.language.printer import to_ceql
 from kleene.reference.oracle import evaluate
-from strategies import condition_cases
-from test_engine_vs_oracle import check_against_oracle, compile_case
+from strategies import condition_cases, pair_cases
+from test_engine_vs_oracle import check_against_oracle, compile_case, rows_of
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -90,3 +92,105 @@ def test_register_engine_equals_oracle(case: tuple[ast.Query, list[dict], list[i
     query, events, times = case
     assert compile_case(query).engine == "registers"
     check_against_oracle(case)
+
+
+# ------------------------------------------------------------ engine choice
+
+
+def test_engine_choice_and_explain() -> None:
+    unary = kleene.compile("SELECT * WHERE SELL as a ; BUY as b FILTER a[price > 100]")
+    assert unary.engine == "tecs"
+    assert "unary" in unary.explain()
+    nary = kleene.compile("SELECT * WHERE SELL as a ; BUY as b FILTER a[price > 100] AND b[price < a.price]")
+    assert nary.engine == "registers"
+    text = nary.explain()
+    assert "engine: registers" in text and "b[(price < a.price)]" in text and "registers: a" in text
+    # x.attr inside x[...] is the event itself: still unary.
+    assert kleene.compile("SELECT * WHERE SELL as a FILTER a[a.price > 1]").engine == "tecs"
+
+
+def test_cli_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    from kleene.cli import main
+
+    assert main(["explain", "SELECT * WHERE T as x ; H as y FILTER y[id = x.id]"]) == 0
+    assert "engine: registers" in capsys.readouterr().out
+    assert main(["explain", "SELECT * WHERE T as x ; H as y FILTER x[id = y.id]"]) == 2
+    assert "not bound yet" in capsys.readouterr().err
+
+
+def test_cli_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from condition_cases import PHI1, S1
+    from kleene.cli import main
+
+    data = tmp_path / "s1.csv"
+    data.write_text("type,id,value\n" + "".join(f"{e['type']},{e['id']},{e['value']}\n" for e in S1))
+    assert main(["run", PHI1, "--input", str(data)]) == 0
+    got = {tuple(json.loads(line)["positions"]) for line in capsys.readouterr().out.splitlines()}
+    assert got == {(0, 3), (0, 4), (1, 3), (1, 4)}
+
+
+def test_only_relevant_events_are_visited() -> None:
+    """The unary parts are a vectorized prefilter: other events never reach the runs."""
+    q = kleene.compile(
+        "SELECT * WHERE SELL as a ; BUY+ as b FILTER a[price > 100] AND b[price < a.price] "
+        "WITHIN 6 EVENTS"
+    )
+    rows = [{"type": "SELL" if i % 2 else "BUY", "price": (i * 37) % 200} for i in range(400)]
+    session = q.session()
+    got = session.feed(pa.RecordBatch.from_pylist(rows), with_events=False)
+    expected = evaluate(q.ast, rows)
+    assert {(m.start, m.end, m.positions) for m in got} == expected
+    relevant = sum(1 for r in rows if r["type"] == "BUY" or r["price"] > 100)
+    assert session.engine.steps == relevant < len(rows)
+
+
+def test_partitions_consume_and_limit() -> None:
+    text = "SELECT * WHERE T as x ; H as y FILTER y[value > x.value] PARTITION BY [id] CONSUME BY PARTITION"
+    rows = [dict(e) for e in S2]
+    got = run_engine(text, rows)
+    assert got == evaluate(parse_query(text), rows)
+    limited = kleene.compile(text.replace("CONSUME BY PARTITION", "LIMIT 1"))
+    per_end = [m.end for m in limited.matches(pa.Table.from_pylist(rows))]
+    assert len(per_end) == len(set(per_end))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(condition_cases())
+def test_push_and_batches_agree(case: tuple[ast.Query, list[dict], list[int]]) -> None:
+    """push(event), push_batch(...) in uneven slices and run(table) give the same output."""
+    query, events, times = case
+    rows = rows_of(events, times)
+    whole = [ce.to_dict() for ce in compile_case(query).run(pa.Table.from_pylist(rows))]
+    one = compile_case(query)
+    singles = [ce.to_dict() for row in rows for ce in one.push(row)]
+    sliced = compile_case(query)
+    pieces = []
+    cut = [0, 1, 4, 9, len(rows)]
+    for lo, hi in zip(cut, cut[1:]):
+        if lo < hi:
+            pieces.extend(ce.to_dict() for ce in sliced.push_batch(pa.Table.from_pylist(rows[lo:hi])))
+    assert singles == whole
+    assert pieces == whole
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pair_cases())
+def test_pair_join_equals_oracle(case: tuple[ast.Query, list[dict], list[int]]) -> None:
+    """Two-event patterns run on the vectorized pair join (kleene.registers.pairs)."""
+    compiled = compile_case(case[0])
+    assert compiled._session.engine.pairs is not None  # type: ignore[union-attr]
+    check_against_oracle(case)
+
+
+def test_pair_join_across_batches() -> None:
+    """The window index carries first events over batch boundaries."""
+    query = "SELECT * WHERE SELL as a ; BUY as b FILTER b[price < a.price] WITHIN 5 EVENTS"
+    rows = [{"type": "SELL" if (i * 7) % 3 else "BUY", "price": (i * 37) % 50} for i in range(200)]
+    q = kleene.compile(query)
+    assert q._session.engine.pairs is not None  # type: ignore[union-attr]
+    got = [(m.start, m.end, m.positions) for m in q.matches(pa.Table.from_pylist(rows).to_batches(7))]
+    assert len(got) == len(set(got))
+    assert [m[1] for m in got] == sorted(m[1] for m in got)
+    assert set(got) == evaluate(parse_query(query), rows)

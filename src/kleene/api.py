@@ -35,7 +35,7 @@ from kleene.io.timecol import to_nanos
 from kleene.language import ast
 from kleene.language.checks import check
 from kleene.language.conditions import atoms as filter_atoms
-from kleene.language.conditions import nary_filters, var_attrs
+from kleene.language.conditions import nary_filters, var_attrs, without_self_references
 from kleene.language.errors import DataError, KleeneError, UnsupportedError
 from kleene.language.parser import parse, parse_duration
 from kleene.language.printer import filter_to_ceql
@@ -168,15 +168,16 @@ class Query:
         self.atoms = Atoms()
         self.cea = None
         self.srt: SRT | None = None
+        where = without_self_references(query.where)
         if self.engine == "registers":
-            self.srt = compile_srt(query.where, projection)
+            self.srt = compile_srt(where, projection)
             self.atoms.event_types = list(self.srt.event_types)
             self.atoms.preds = list(self.srt.preds)
         else:
-            self.atoms.collect(query.where)
+            self.atoms.collect(where)
             try:
                 self.cea = compile_pattern(
-                    query.where, self.atoms, projection, strict=query.select.strategy == "STRICT"
+                    where, self.atoms, projection, strict=query.select.strategy == "STRICT"
                 )
             except ValueError as err:  # a construct too large to compile (see compile.py)
                 span = query.where.span
@@ -402,6 +403,7 @@ class Session:
                 consume=settings.consume,
                 limit=settings.limit,
                 strategy=settings.strategy,
+                type_column=query.type_column,
             )
         else:
             assert query.cea is not None
@@ -570,12 +572,7 @@ class Session:
         with _no_cyclic_gc():
             engine = self.engine
             if isinstance(engine, RegisterEngine):
-                names = batch.schema.names
-                columns = [
-                    batch.column(a).to_pylist() if a in names else [None] * batch.num_rows
-                    for a in engine.srt.attributes
-                ]
-                engine.run_batch(bits, pos_list, time_list, keys, columns, found)
+                engine.run_batch(batch, bits, positions, times, keys, found)
             else:
                 engine.run_batch(bits, pos_list, time_list, keys, found)
             if not with_events:

@@ -19,7 +19,9 @@ below enforce that; :func:`problem` says what is wrong otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
+from typing import Any
 
 from kleene.language import ast
 from kleene.language.variables import bound_variables, single_event
@@ -178,6 +180,36 @@ def problem(filtered: ast.Pattern, atom: ast.FilterAtom, ref: ast.VarAttr) -> st
             f"the later variable, e.g. {a}[... {x}.attr ...])"
         )
     return None
+
+
+def _plain(node: Any, target: str) -> Any:
+    if isinstance(node, ast.VarAttr) and node.var == target and not node.prev:
+        return ast.Attr(node.name, node.span)
+    changes = {}
+    for name in ("left", "right", "operand", "low", "high"):
+        child = getattr(node, name, None)
+        if child is not None:
+            changes[name] = _plain(child, target)
+    return dataclasses.replace(node, **changes) if changes else node
+
+
+def without_self_references(p: ast.Pattern) -> ast.Pattern:
+    """``x[x.price > 1]`` is ``x[price > 1]``: rewrite such references to plain attributes."""
+    if isinstance(p, ast.EventType):
+        return p
+    if isinstance(p, ast.Filter):
+        return ast.Filter(without_self_references(p.pattern), _plain_filter(p.condition), p.span)
+    if isinstance(p, ast.As | ast.Iter | ast.Star | ast.NotEvent):
+        return dataclasses.replace(p, pattern=without_self_references(p.pattern))
+    return dataclasses.replace(
+        p, left=without_self_references(p.left), right=without_self_references(p.right)
+    )
+
+
+def _plain_filter(cond: ast.FilterExpr) -> ast.FilterExpr:
+    if isinstance(cond, ast.FilterAtom):
+        return dataclasses.replace(cond, pred=_plain(cond.pred, cond.var))
+    return dataclasses.replace(cond, left=_plain_filter(cond.left), right=_plain_filter(cond.right))
 
 
 def unsupported_with_conditions(p: ast.Pattern) -> ast.Pattern | None:

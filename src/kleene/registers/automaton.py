@@ -55,6 +55,15 @@ from kleene.registers.guards import Guard, compile_guard
 
 
 @dataclass(frozen=True, slots=True)
+class Condition:
+    """An n-ary conjunct of ``target[...]``; ``vacuous_when_empty``: it reads prev(target)."""
+
+    pred: ast.Pred
+    target: str
+    vacuous_when_empty: bool
+
+
+@dataclass(frozen=True, slots=True)
 class RTransition:
     """``source --mask, guards / clears, writes, •?--> target`` of the ε-free SRT."""
 
@@ -63,6 +72,8 @@ class RTransition:
     """Unary bits (event type, unary predicates) the event must have."""
     guards: tuple[Guard, ...]
     """n-ary conditions, evaluated after ``clears`` and before ``writes``."""
+    conditions: tuple[Condition, ...]
+    """The same conditions as ASTs (for the vectorized pair join, kleene.registers.pairs)."""
     variables: frozenset[str]
     """The variables the event is bound to; empty for a gap (skip) transition."""
     marked: bool
@@ -85,6 +96,8 @@ class SRT:
     """Per state: gap transitions (TRUE, bind nothing) that change the state."""
     stationary: tuple[bool, ...]
     """Per state: a run there is unchanged by an event no labelled transition takes."""
+    dead: tuple[bool, ...]
+    """Per state: no transition leaves it, so a run there only ever reports (and is not kept)."""
     num_registers: int
     event_types: tuple[str, ...]
     preds: tuple[ast.Pred, ...]
@@ -92,6 +105,8 @@ class SRT:
     attributes: tuple[str, ...]
     """Attributes the guards read: the layout of event tuples."""
     register_names: tuple[str, ...]
+    variable_registers: dict[str, int]
+    """The register of each variable a condition reads as ``var.attr``."""
 
     @property
     def relevant_masks(self) -> tuple[int, ...]:
@@ -170,6 +185,7 @@ class _Cons:
     variables: set[str]
     target: int
     guards: list[Guard] = field(default_factory=list)
+    conditions: list[Condition] = field(default_factory=list)
     writes: set[int] = field(default_factory=set)
 
 
@@ -331,6 +347,7 @@ class _Builder:
             if vacuous is not None:
                 guard = _unless_empty(guard, vacuous)
             t.guards.append(guard)
+            t.conditions.append(Condition(pred, x, vacuous is not None))
         return self.eliminate(frag)
 
     def eliminate(self, frag: _Frag) -> SRT:
@@ -383,7 +400,8 @@ class _Builder:
                         self.projection is None or bool(t.variables & self.projection)
                     )
                     new = RTransition(
-                        number[q], t.mask, tuple(t.guards), frozenset(t.variables), marked,
+                        number[q], t.mask, tuple(t.guards), tuple(t.conditions),
+                        frozenset(t.variables), marked,
                         tuple(sorted(clears)), tuple(sorted(t.writes)), number[t.target],
                     )
                     key = (id(t), new.clears)
@@ -395,8 +413,10 @@ class _Builder:
             gaps.append(skip)
             self_gap.append(loops)
         n = len(order)
+        dead = [not (labelled[q] or gaps[q] or self_gap[q]) for q in range(n)]
         stationary = [
-            self_gap[q] or _equivalent_to_gap(q, labelled, gaps, self_gap) for q in range(n)
+            dead[q] or self_gap[q] or _equivalent_to_gap(q, labelled, gaps, self_gap)
+            for q in range(n)
         ]
         return SRT(
             num_states=n,
@@ -405,11 +425,13 @@ class _Builder:
             labelled=tuple(tuple(ts) for ts in labelled),
             gaps=tuple(() if stationary[q] else tuple(gaps[q]) for q in range(n)),
             stationary=tuple(stationary),
+            dead=tuple(dead),
             num_registers=len(self.registers),
             event_types=tuple(self.event_types),
             preds=tuple(self.preds),
             attributes=tuple(self.attributes),
             register_names=tuple(self.registers),
+            variable_registers=dict(self.var_register),
         )
 
 
@@ -477,4 +499,4 @@ def compile_srt(pattern: ast.Pattern, projection: frozenset[str] | None) -> SRT:
     return builder.finish(builder.build(without_empty(pattern)))
 
 
-__all__ = ["SRT", "RTransition", "atoms", "compile_srt"]
+__all__ = ["SRT", "Condition", "RTransition", "atoms", "compile_srt"]

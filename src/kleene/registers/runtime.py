@@ -44,8 +44,10 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from kleene.registers.automaton import SRT
+from kleene.registers.pairs import pair_plan, run_pairs
 from kleene.runtime.enumeration import Found
 
 NO_BOUND = -(1 << 62)
@@ -89,6 +91,7 @@ class RegisterEngine:
         consume: str,
         limit: int | None,
         strategy: str,
+        type_column: str = "type",
     ) -> None:
         self.srt = srt
         self.window = window
@@ -104,6 +107,11 @@ class RegisterEngine:
         """How many events were visited (the others could change no run)."""
         self._masks = np.array(srt.relevant_masks, dtype=np.uint64)
         self._empty: tuple[Any, ...] = (None,) * srt.num_registers
+        self.pairs = pair_plan(
+            srt, window=window, partitioned=partitioned, consume=consume, limit=limit,
+            strategy=strategy, type_column=type_column,
+        )
+        """The vectorized pair join (kleene.registers.pairs), when the query allows it."""
 
     def relevant(self, bits: np.ndarray) -> np.ndarray:
         """Which events some labelled transition accepts (vectorized)."""
@@ -114,25 +122,37 @@ class RegisterEngine:
 
     def run_batch(
         self,
+        batch: pa.RecordBatch,
         bits: np.ndarray,
-        positions: Sequence[int],
-        times: Sequence[int] | Sequence[float] | None,
+        positions: np.ndarray,
+        times: np.ndarray | None,
         key_columns: Sequence[Sequence[Hashable]] | None,
-        columns: Sequence[Sequence[Any]],
         out: list[Found],
     ) -> None:
-        """Process one batch, appending its complex events to ``out``.
+        """Process one batch (rows in stream order), appending its complex events to ``out``.
 
-        ``columns`` holds the values of ``srt.attributes`` (one list each),
-        from which event tuples are built for the events a guard or a write
-        reads.
+        ``positions`` and ``times`` (None: positions serve as times) are
+        int64/float arrays; ``key_columns`` the PARTITION BY values.
         """
         n = len(positions)
         if n == 0:
             return
+        if self.pairs is not None:
+            assert self.window is not None
+            stamps = positions if times is None else times
+            run_pairs(self.pairs, batch, bits, positions, stamps, self.window, out)
+            self.steps += n
+            self.tau = stamps[-1] - self.window
+            return
         visit = range(n) if self.visit_all else np.flatnonzero(self.relevant(bits)).tolist()
         bit_list: list[int] = bits.tolist()
-        time_of = positions if times is None else times
+        names = batch.schema.names
+        columns = [
+            batch.column(a).to_pylist() if a in names else [None] * n for a in self.srt.attributes
+        ]
+        pos_list: list[int] = positions.tolist()
+        time_of = pos_list if times is None else times.tolist()
+        positions = pos_list  # type: ignore[assignment]
         window = self.window
         for i in visit:
             key: Hashable = None
@@ -160,6 +180,7 @@ class RegisterEngine:
     ) -> list[tuple[int, tuple[int, ...]]]:
         srt = self.srt
         labelled, gaps, stationary, finals = srt.labelled, srt.gaps, srt.stationary, srt.finals
+        dead = srt.dead
         strict = self.strict
         old = self.runs.get(key)
         new: dict[Run, None] = {}
@@ -186,7 +207,8 @@ class RegisterEngine:
                     regs = tuple(written)
             if t.marked:
                 marked = (*marked, pos)
-            new[(t.target, regs, start, stime, marked)] = None
+            if not dead[t.target]:
+                new[(t.target, regs, start, stime, marked)] = None
             if t.target in finals:
                 found.append((start, marked))
 

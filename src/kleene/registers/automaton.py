@@ -441,23 +441,30 @@ def _equivalent_to_gap(
     gaps: list[list[RTransition]],
     self_gap: list[bool],
 ) -> bool:
-    """Is a run at ``q`` the same as one at the single gap state it moves to on a skip?
+    """Is a run at ``q`` the same as the runs at the gap states it moves to on a skip?
 
     After ``A ; B`` reads A, the run is at A's final state, whose closure holds
     the gap state ``g`` before B: on an event B does not take it moves to
-    ``g``, which offers exactly the same transitions.  Treating ``q`` as
-    stationary then loses nothing and lets the runtime skip such events.
+    ``g``, which offers exactly the same transitions.  In general, when the
+    gap states ``q`` moves to (each with its TRUE self-loop) together offer
+    exactly ``q``'s labelled transitions, the run at ``q`` can stay where it
+    is instead: the successors it can make, now and after any further skips,
+    are the same (runs and outputs are sets).  Treating ``q`` as stationary
+    lets the runtime skip the events no labelled transition takes.
     """
-    if len(gaps[q]) != 1 or gaps[q][0].clears:
+    if not gaps[q] or any(t.clears for t in gaps[q]):
         return False
-    g = gaps[q][0].target
-    if not self_gap[g] or gaps[g]:
+    targets = {t.target for t in gaps[q]}
+    if not all(self_gap[g] and not gaps[g] for g in targets):
         return False
 
     def shape(ts: list[RTransition]) -> set[tuple[object, ...]]:
         return {(t.mask, t.guards, t.variables, t.clears, t.writes, t.target) for t in ts}
 
-    return shape(labelled[q]) == shape(labelled[g])
+    offered: set[tuple[object, ...]] = set()
+    for g in targets:
+        offered |= shape(labelled[g])
+    return shape(labelled[q]) == offered
 
 
 def _unless_empty(guard: Guard, slot: int) -> Guard:

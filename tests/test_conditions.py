@@ -194,3 +194,18 @@ def test_pair_join_across_batches() -> None:
     assert len(got) == len(set(got))
     assert [m[1] for m in got] == sorted(m[1] for m in got)
     assert set(got) == evaluate(parse_query(query), rows)
+
+
+def test_runs_of_idle_partitions_leave_with_the_window() -> None:
+    """Keys seen once must not keep their runs: a sweep drops what left the window."""
+    from kleene.registers import runtime
+
+    q = kleene.compile(
+        "SELECT * WHERE T as x ; H+ as y FILTER y[value > x.value] PARTITION BY [id] WITHIN 5 EVENTS"
+    )
+    rows = [{"type": "T", "id": i, "value": 1} for i in range(3 * runtime.SWEEP_STEPS)]
+    session = q.session()
+    session.feed(pa.RecordBatch.from_pylist(rows), with_events=False)
+    engine = session.engine
+    assert isinstance(engine, runtime.RegisterEngine)
+    assert sum(len(r) for r in engine.runs.values()) <= runtime.SWEEP_STEPS + 10

@@ -52,6 +52,8 @@ from kleene.runtime.enumeration import Found
 
 NO_BOUND = -(1 << 62)
 UNLIMITED = 1 << 62
+SWEEP_STEPS = 8192
+"""Visited events between two sweeps for runs that left the window (at least)."""
 
 Run = tuple[int, tuple[Any, ...], int, Any, tuple[int, ...]]
 """``(state, registers, start position, start time, marked positions)``."""
@@ -103,6 +105,7 @@ class RegisterEngine:
         self.visit_all = self.strict or srt.contiguous
         self.runs: dict[Hashable, dict[Run, None]] = {}
         self.tau: int | float = NO_BOUND
+        self._sweep_at = SWEEP_STEPS
         self.steps = 0
         """How many events were visited (the others could change no run)."""
         self._masks = np.array(srt.relevant_masks, dtype=np.uint64)
@@ -167,6 +170,25 @@ class RegisterEngine:
             found = self._step(key, positions[i], time, bit_list[i], columns, i, tau)
             if found:
                 self._emit(found, positions[i], key, out)
+            if self.steps >= self._sweep_at:
+                self._evict_expired(tau)
+
+    def _evict_expired(self, tau: Any) -> None:
+        """Drop the runs that left the window in partitions no recent event visited.
+
+        A partition's runs are only pruned when one of its events is visited;
+        without this sweep, keys seen once would keep their runs forever.
+        Amortized: the next sweep waits for as many steps as runs remain.
+        """
+        live = 0
+        for key in list(self.runs):
+            kept = {run: None for run in self.runs[key] if run[3] >= tau}
+            if kept:
+                self.runs[key] = kept
+                live += len(kept)
+            else:
+                del self.runs[key]
+        self._sweep_at = self.steps + max(SWEEP_STEPS, live)
 
     def _step(
         self,

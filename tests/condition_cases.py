@@ -228,6 +228,14 @@ CASES: tuple[CondCase, ...] = (
         frozenset({ce(0, 1), ce(0, 2), ce(0, 3), ce(0, 1, 3), ce(0, 2, 3)}),
         "derived: increasing subsequences of the BUY prices 3, 2, 4",
     ),
+    CondCase(
+        "prev_unary_conjuncts_hold_on_every_event",
+        "SELECT * WHERE E:+ as p FILTER p[price > 1 AND price > prev(p).price]",
+        typed("E E E", price=[1, 3, 5]),
+        frozenset({ce(1), ce(2), ce(1, 2)}),
+        "decision (docs/semantics.md): only the conjunct reading prev(p) holds for the first "
+        "event; price > 1 rules out every match containing event 0",
+    ),
     # ---------------------------------------------------------------- RMA §10
     CondCase(
         "rma_1_no_filter", "SELECT * WHERE T as x ; H as y", S1,

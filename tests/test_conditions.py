@@ -209,3 +209,29 @@ def test_runs_of_idle_partitions_leave_with_the_window() -> None:
     engine = session.engine
     assert isinstance(engine, runtime.RegisterEngine)
     assert sum(len(r) for r in engine.runs.values()) <= runtime.SWEEP_STEPS + 10
+
+
+# SRT T16 (benchmark smoke test): the paper's stock pattern shapes, engine against oracle, on
+# synthetic ticks where the three names stand for INTC, RIMM and QQQ.
+T16 = {
+    "seq3": "SELECT * WHERE SELL as a ; BUY as b ; BUY as c FILTER a[name = 'I'] AND b[name = 'R'] "
+    "AND c[name = 'Q' AND price > a.price] WITHIN 12 EVENTS",
+    "k3": "SELECT * WHERE SELL as a ; (BUY as b)+ ; BUY as c FILTER a[name = 'I'] AND "
+    "b[name = 'R' AND price < 500] AND c[name = 'Q' AND price > a.price] WITHIN 10 EVENTS",
+    "kn4": "SELECT * WHERE SELL as a ; (BUY as b ; (BUY as c)+)+ ; SELL as d FILTER a[name = 'I'] "
+    "AND b[name = 'R'] AND c[name = 'Q'] AND d[name = 'M' AND price < a.price] WITHIN 10 EVENTS",
+}
+
+
+@pytest.mark.parametrize("name", sorted(T16))
+def test_srt_t16_stock_patterns(name: str) -> None:
+    import random
+
+    rng = random.Random(17)
+    rows = [
+        {"type": rng.choice(["BUY", "SELL"]), "name": rng.choice("IRQM"), "price": rng.randint(1, 99)}
+        for _ in range(150)
+    ]
+    expected = evaluate(parse_query(T16[name]), rows)
+    assert expected, "the stream should produce complex events"
+    assert run_engine(T16[name], rows) == expected

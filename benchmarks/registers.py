@@ -13,10 +13,11 @@ prefilter), for:
 * ``pair``: ``SELL as a; BUY as b FILTER a[price > 100] AND b[price < a.price]
   WITHIN 10 EVENTS`` (the issue's first query; runs on the vectorized pair join);
 * ``rising``: a rising-price iteration, for each window ``w`` of ``--windows``:
-  a SELL, then a run of consecutive trades of the same stock (``:+`` in its
-  partition) above the SELL's price, each higher than the previous one
-  (``prev``), within ``w`` events; the SELL stays a candidate for the whole
-  window, so the live runs, and the work per event, grow linearly with ``w``;
+  a SELL above 150, then a run of consecutive trades of the same stock (``:+``
+  in its partition) above the SELL's price, each higher than the previous one
+  (``prev``), within ``w`` events; every such SELL stays a candidate for the
+  whole window, so the live runs, and the work per event, grow linearly with
+  ``w``;
 * the SRT paper's stock patterns (TR §7, eq. 5-10), on our five names (INTC,
   AAPL, GOOG stand for the paper's INTC, RIMM, QQQ; MSFT, AAPL, GOOG, AMZN for
   q1's MSFT, ORCL, CSCO, AMAT) with windows small enough for our stream, where
@@ -46,7 +47,7 @@ PAIR = (
 )
 RISING = (
     "SELECT * FROM S WHERE SELL as s; (BUY OR SELL):+ as t "
-    "FILTER t[price > prev(t).price AND price > s.price] "
+    "FILTER s[price > 150] AND t[price > prev(t).price AND price > s.price] "
     "PARTITION BY [name] WITHIN {window} EVENTS"
 )
 PAPER = {

@@ -105,6 +105,7 @@ def test_engine_choice_and_explain() -> None:
     assert nary.engine == "registers"
     text = nary.explain()
     assert "engine: registers" in text and "b[(price < a.price)]" in text and "registers: a" in text
+    assert "runtime: runs" in text  # no window: no pair join
     # x.attr inside x[...] is the event itself: still unary.
     assert kleene.compile("SELECT * WHERE SELL as a FILTER a[a.price > 1]").engine == "tecs"
 

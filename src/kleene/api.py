@@ -42,6 +42,7 @@ from kleene.language.printer import filter_to_ceql
 from kleene.language.schema import Schema
 from kleene.language.variables import variable_event_types
 from kleene.registers.automaton import SRT, compile_srt
+from kleene.registers.pairs import pair_plan
 from kleene.registers.runtime import RegisterEngine
 from kleene.runtime.engine import Engine, Settings
 from kleene.runtime.enumeration import Found
@@ -234,6 +235,17 @@ class Query:
                     if srt.contiguous or self.ast.select.strategy == "STRICT"
                     else "only events some transition accepts are visited"
                 )
+            )
+            settings = self.settings
+            pairs = pair_plan(
+                srt, window=settings.window, partitioned=settings.partitioned,
+                consume=settings.consume, limit=settings.limit, strategy=settings.strategy,
+                type_column=self.type_column,
+            )
+            lines.append(
+                "runtime: vectorized pair join over a per-window index of first events"
+                if pairs is not None
+                else "runtime: runs (state, registers, start, positions), merged when equal"
             )
         elif self.cea is not None:
             lines.append(

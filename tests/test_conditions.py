@@ -157,7 +157,7 @@ def test_partitions_consume_and_limit() -> None:
     assert len(per_end) == len(set(per_end))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(condition_cases())
 def test_push_and_batches_agree(case: tuple[ast.Query, list[dict], list[int]]) -> None:
     """push(event), push_batch(...) in uneven slices and run(table) give the same output."""

@@ -236,3 +236,22 @@ def test_srt_t16_stock_patterns(name: str) -> None:
     expected = evaluate(parse_query(T16[name]), rows)
     assert expected, "the stream should produce complex events"
     assert run_engine(T16[name], rows) == expected
+
+
+def test_bad_rows_read_by_conditions() -> None:
+    """An attribute a condition reads must be valid on the events it reads it from."""
+    from kleene.language.errors import DataError
+
+    text = "SELECT * WHERE SELL as a ; BUY as b FILTER b[volume > 1 AND price < a.price] WITHIN 5 EVENTS"
+    rows = [
+        {"type": "SELL", "price": 10.0, "volume": 1},
+        {"type": "BUY", "price": 5.0, "volume": 2},
+        {"type": "SELL", "price": None, "volume": 3},  # a's price is read: bad row
+    ]
+    with pytest.raises(DataError) as info:
+        list(kleene.compile(text).matches(pa.Table.from_pylist(rows)))
+    assert info.value.row == 2 and info.value.column == "price"
+    skipping = kleene.compile(text, on_bad_row="skip")
+    got = [(m.start, m.end, m.positions) for m in skipping.matches(pa.Table.from_pylist(rows))]
+    assert got == [(0, 1, (0, 1))]
+    assert skipping.bad_rows.count == 1

@@ -344,9 +344,38 @@ class Query:
             for attr, types in req.items()
             if types and (attr in kinds or attr in unary)
         }
+        self._untyped = {
+            attr: frozenset(types) for attr, types in req.items() if types and attr not in out
+        }
         window = self.ast.within
         if isinstance(window, ast.AttrWindow):
             out[window.attr] = Requirement("number", None)
+        return out
+
+    def requirements_for(self, schema: pa.Schema) -> dict[str, Requirement]:
+        """:attr:`requirements`, plus the attributes of unknown kind, kinded by the input's columns.
+
+        ``b[price < a.price]`` gives ``price`` no kind (it is only compared with
+        itself); its values must still be valid, of the kind its column has.
+        """
+        if not self._untyped:
+            return self.requirements
+        out = dict(self.requirements)
+        for attr, types in self._untyped.items():
+            if attr not in schema.names:
+                continue
+            t = schema.field(attr).type
+            if pa.types.is_dictionary(t):
+                t = t.value_type
+            if pa.types.is_boolean(t):
+                kind = "boolean"
+            elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+                kind = "number"
+            elif pa.types.is_string(t) or pa.types.is_large_string(t):
+                kind = "string"
+            else:
+                continue
+            out[attr] = Requirement(kind, types)
         return out
 
     def _projected_attributes(self) -> tuple[str, ...] | None:
@@ -558,7 +587,7 @@ class Session:
             check(q.ast, q.text, Schema.from_arrow(batch.schema, q.type_column))
             self.checked = True
         original = batch
-        batch, bad = conform(batch, q.requirements, type_column=q.type_column)
+        batch, bad = conform(batch, q.requirements_for(batch.schema), type_column=q.type_column)
         keep = np.ones(n, dtype=bool)
         for row, column, reason in bad:
             if keep[row]:

@@ -12,6 +12,12 @@ The pipeline per batch: conform the columns the query reads (bad rows go to
 the bad-row policy), evaluate every atomic predicate vectorized into a bit
 vector per event, then run the engine (:mod:`kleene.runtime.engine`) only on
 the events that can change its state.
+
+The engine is chosen per query (:func:`choose_engine`): CORE's tECS engine
+when every FILTER is unary, the register engine (:mod:`kleene.registers`)
+when some FILTER relates two events (``b[price < a.price]``,
+``b[price > prev(b).price]``); its unary conditions still go through the
+vectorized predicate table, as a prefilter.  :meth:`Query.explain` says which.
 """
 
 from __future__ import annotations

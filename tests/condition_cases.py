@@ -229,6 +229,20 @@ CASES: tuple[CondCase, ...] = (
         "derived: increasing subsequences of the BUY prices 3, 2, 4",
     ),
     CondCase(
+        "not_between_related_events",
+        "SELECT * WHERE T as x ; NOT(H) ; T as y FILTER y[id = x.id]",
+        S1, frozenset(),
+        "derived: the T's of id 1 (0, 1) have nothing between them, the T's of id 2 (2, 5) only H's",
+    ),
+    CondCase(
+        "not_between_related_events_s2",
+        "SELECT * WHERE T as x ; NOT(H) ; T as y FILTER y[id = x.id]",
+        S2,
+        frozenset({ce(0, 1, 2), ce(0, 1, 4), ce(0, 2, 4), ce(0, 1, 5), ce(0, 2, 5), ce(0, 4, 5),
+                   ce(2, 4, 5)}),
+        "derived: x, y T's of id 1 with a non-H event between them (the H at 3 cannot be it)",
+    ),
+    CondCase(
         "prev_unary_conjuncts_hold_on_every_event",
         "SELECT * WHERE E:+ as p FILTER p[price > 1 AND price > prev(p).price]",
         typed("E E E", price=[1, 3, 5]),

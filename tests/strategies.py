@@ -381,6 +381,8 @@ def condition_choices(pattern: ast.Pattern) -> list[tuple[str, str | None]]:
 @st.composite
 def condition_filter(draw: st.DrawFn, inner: ast.Pattern) -> ast.Pattern:
     """``inner FILTER x[...]`` with a condition between events, preferring other variables."""
+    if not variables_of(inner):  # NOT(...) alone binds nothing
+        inner = ast.As(inner, draw(st.sampled_from(VARIABLES)))
     choices = condition_choices(inner)
     pairs = [c for c in choices if c[1] is not None]
     x, other = draw(st.sampled_from(pairs if pairs and draw(st.integers(0, 3)) else choices))
@@ -396,13 +398,15 @@ def condition_filter(draw: st.DrawFn, inner: ast.Pattern) -> ast.Pattern:
 def condition_patterns(draw: st.DrawFn, depth: int = 3) -> ast.Pattern:
     """Random patterns of the register engine's language, with conditions between events."""
     if depth == 0 or draw(st.integers(0, 3)) == 0:
+        if draw(st.integers(0, 7)) == 0:
+            return draw(not_events())
         return ast.EventType(draw(st.sampled_from(TYPES)))
     kind = draw(st.sampled_from(("as", "as", "cond", "cond", "filter", "seq", "seq", "seq", "contig", "or", "iter", "citer", "star")))
     if kind in ("seq", "contig", "or"):
         left, right = draw(condition_patterns(depth - 1)), draw(condition_patterns(depth - 1))
         return ast.Or(left, right) if kind == "or" else ast.Seq(left, right, kind == "contig")
     inner = draw(condition_patterns(depth - 1))
-    if kind == "as":
+    if kind == "as" or (kind == "filter" and not variables_of(inner)):
         return ast.As(inner, draw(st.sampled_from(VARIABLES)))
     if kind == "cond":
         return draw(condition_filter(inner))

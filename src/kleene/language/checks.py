@@ -333,7 +333,8 @@ class _Checker:
                 raise UnsupportedError(
                     f"{type(other).__name__.upper().replace('NOTEVENT', 'NOT')} is not "
                     "supported yet together with conditions between events "
-                    "(the register engine evaluates ;, :, OR, +, :+, *, AS and FILTER)",
+                    "(the register engine evaluates ;, :, OR, +, :+, *, AS, FILTER and NOT(...) "
+                    "without conditions inside)",
                     span.line, span.column, self.source,
                 )
         strategy = q.select.strategy

@@ -213,9 +213,11 @@ def _plain_filter(cond: ast.FilterExpr) -> ast.FilterExpr:
 
 
 def unsupported_with_conditions(p: ast.Pattern) -> ast.Pattern | None:
-    """The first operator the register engine does not evaluate (AND, ALL, UNLESS, NOT)."""
-    if isinstance(p, ast.And | ast.All | ast.Unless | ast.NotEvent):
+    """The first operator the register engine does not evaluate (AND, ALL, UNLESS; NOT of a condition)."""
+    if isinstance(p, ast.And | ast.All | ast.Unless):
         return p
+    if isinstance(p, ast.NotEvent):
+        return p if has_conditions(p.pattern) else None
     if isinstance(p, ast.EventType):
         return None
     if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star):

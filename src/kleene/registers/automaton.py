@@ -48,6 +48,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kleene.automata.compile import NOT_LABEL
 from kleene.automata.predicates import structural_key
 from kleene.language import ast
 from kleene.language.conditions import atoms, conjuncts, reads_others, reads_prev, var_attrs
@@ -70,6 +71,8 @@ class RTransition:
     source: int
     mask: int
     """Unary bits (event type, unary predicates) the event must have."""
+    neg: int
+    """Bits the event must not have (``NOT(...)``); 0 for every other transition."""
     guards: tuple[Guard, ...]
     """n-ary conditions, evaluated after ``clears`` and before ``writes``."""
     conditions: tuple[Condition, ...]
@@ -137,7 +140,7 @@ def nullable(p: ast.Pattern) -> bool:
 
 def without_empty(p: ast.Pattern) -> ast.Pattern:
     """An equivalent pattern whose fragments never match the empty string."""
-    if isinstance(p, ast.EventType):
+    if isinstance(p, ast.EventType | ast.NotEvent):
         return p
     if isinstance(p, ast.Star):
         return ast.Iter(without_empty(p.pattern), False, p.span)
@@ -184,6 +187,7 @@ class _Cons:
     mask: int
     variables: set[str]
     target: int
+    neg: int = 0
     guards: list[Guard] = field(default_factory=list)
     conditions: list[Condition] = field(default_factory=list)
     writes: set[int] = field(default_factory=set)
@@ -303,6 +307,27 @@ class _Builder:
         self.edge(entry, frag.start, frozenset({prev_reg}))
         return _Frag(entry, frag.final, frag.cons)
 
+    def _NotEvent(self, p: ast.NotEvent) -> _Frag:  # noqa: N802
+        """``NOT(ψ)``: one event on which the single-event pattern ψ does not hold.
+
+        As in :mod:`kleene.automata.compile`: ψ's alternatives are conjunctions
+        of bits ``c1 ∨ c2 ∨ ...``; the negation ``¬c1 ∧ ¬c2 ∧ ...`` becomes
+        alternatives that each forbid one bit of every ``ci``.  The event is
+        part of the match but bound to no variable.
+        """
+        inner = self.build(p.pattern)  # its transitions stay unreachable
+        choices: set[int] = {0}
+        for t in inner.cons:
+            bits = [1 << i for i in range(t.mask.bit_length()) if t.mask >> i & 1]
+            choices = {c | b for c in choices for b in bits}
+        s, f = self.state(), self.state()
+        out = []
+        for neg in sorted(choices):
+            t = _Cons(s, 0, {NOT_LABEL}, f, neg)
+            self.cons.append(t)
+            out.append(t)
+        return _Frag(s, f, tuple(out))
+
     def _Or(self, p: ast.Or) -> _Frag:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
         s, f = self.state(), self.state()
@@ -400,7 +425,7 @@ class _Builder:
                         self.projection is None or bool(t.variables & self.projection)
                     )
                     new = RTransition(
-                        number[q], t.mask, tuple(t.guards), tuple(t.conditions),
+                        number[q], t.mask, t.neg, tuple(t.guards), tuple(t.conditions),
                         frozenset(t.variables), marked,
                         tuple(sorted(clears)), tuple(sorted(t.writes)), number[t.target],
                     )
@@ -459,7 +484,7 @@ def _equivalent_to_gap(
         return False
 
     def shape(ts: list[RTransition]) -> set[tuple[object, ...]]:
-        return {(t.mask, t.guards, t.variables, t.clears, t.writes, t.target) for t in ts}
+        return {(t.mask, t.neg, t.guards, t.variables, t.clears, t.writes, t.target) for t in ts}
 
     offered: set[tuple[object, ...]] = set()
     for g in targets:

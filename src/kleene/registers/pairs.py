@@ -100,12 +100,12 @@ def pair_plan(
     steps: list[PairStep] = []
     for t1 in srt.labelled[srt.initial]:
         q = t1.target
-        if t1.guards or t1.clears or q in srt.finals or srt.dead[q]:
+        if t1.guards or t1.clears or t1.neg or q in srt.finals or srt.dead[q]:
             return None
         if not srt.stationary[q] or srt.gaps[q]:
             return None
         for t2 in srt.labelled[q]:
-            if t2.clears or t2.target not in srt.finals or not srt.dead[t2.target]:
+            if t2.clears or t2.neg or t2.target not in srt.finals or not srt.dead[t2.target]:
                 return None
             refs = [r for c in t2.conditions for r in var_attrs(c.pred)]
             if any(r.prev or r.var not in t1.variables for r in refs):

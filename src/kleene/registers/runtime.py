@@ -246,10 +246,10 @@ class RegisterEngine:
                         for g in gaps[state]:
                             fire(g, regs, start, stime, marked)
                 for t in labelled[state]:
-                    if bits & t.mask == t.mask:
+                    if bits & t.mask == t.mask and not bits & t.neg:
                         fire(t, regs, start, stime, marked)
         for t in labelled[srt.initial]:
-            if bits & t.mask == t.mask:
+            if bits & t.mask == t.mask and not bits & t.neg:
                 fire(t, self._empty, pos, time, ())
         if new:
             self.runs[key] = new

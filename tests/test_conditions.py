@@ -255,3 +255,48 @@ def test_bad_rows_read_by_conditions() -> None:
     got = [(m.start, m.end, m.positions) for m in skipping.matches(pa.Table.from_pylist(rows))]
     assert got == [(0, 1, (0, 1))]
     assert skipping.bad_rows.count == 1
+
+
+def test_streams_and_several_queries() -> None:
+    """S>E in a condition query (stream bits after the predicates), run alone and with others."""
+    import random
+
+    rng = random.Random(5)
+    rows = [
+        {"type": rng.choice("TH"), "id": rng.randint(1, 3), "value": rng.randint(0, 9),
+         "src": rng.choice(["P", "Q"])}
+        for _ in range(60)
+    ]
+    texts = {
+        "related": "SELECT * FROM P, Q WHERE P>T as x ; NOT(Q>H) ; Q>T as y "
+        "FILTER y[id = x.id] WITHIN 6 EVENTS",
+        "pairs": "SELECT * FROM P, Q WHERE P>T as x ; Q>H as y FILTER y[value > x.value] "
+        "WITHIN 4 EVENTS",
+        "unary": "SELECT * FROM Q WHERE T as x ; H as y FILTER x[value > 5] WITHIN 3 EVENTS",
+    }
+    together = kleene.compile_many(texts, stream_column="src")
+    got: dict[str, list[tuple[int, int, tuple[int, ...]]]] = {name: [] for name in texts}
+    for m in together.matches(rows):
+        got[m.query].append((m.start, m.end, m.positions))
+    for name, text in texts.items():
+        alone = kleene.compile(text, stream_column="src")
+        assert alone.engine == ("tecs" if name == "unary" else "registers")
+        assert got[name] == [(m.start, m.end, m.positions) for m in alone.matches(rows)]
+        expected = evaluate(parse_query(text), rows, stream_key="src")
+        assert expected, name
+        assert set(got[name]) == expected, name
+
+
+def test_several_queries_check_attributes_of_conditions() -> None:
+    """compile_many sets aside the rows a condition between events cannot read, as compile does."""
+    text = "SELECT * WHERE SELL as a ; BUY as b FILTER b[price < a.price] WITHIN 5 EVENTS"
+    rows = [
+        {"type": "SELL", "price": 10.0},
+        {"type": "BUY", "price": 5.0},
+        {"type": "SELL", "price": None},
+        {"type": "BUY", "price": 1.0},
+    ]
+    qs = kleene.compile_many({"c": text, "u": "SELECT * WHERE BUY"}, on_bad_row="skip")
+    got = [(m.query, m.start, m.end, m.positions) for m in qs.matches(pa.Table.from_pylist(rows))]
+    assert [g for g in got if g[0] == "c"] == [("c", 0, 1, (0, 1)), ("c", 0, 3, (0, 3))]
+    assert [g[3] for g in got if g[0] == "u"] == [(1,), (3,)]

@@ -79,12 +79,14 @@ class _Checker:
         """Every variable of the query -> its event types (to tell unknown from misplaced)."""
         self.scope: dict[str, frozenset[str]] = {}
         """The variables of the pattern the FILTER being checked applies to."""
+        self.from_streams: tuple[str, ...] = ()
 
     def error(self, message: str, span: Span) -> QueryError:
         return QueryError(message, span.line, span.column, self.source)
 
     # --------------------------------------------------------------- query
     def query(self, q: ast.Query) -> None:
+        self.from_streams = q.streams
         self.streams(q)
         self.everywhere = variable_event_types(q.where)
         self.pattern(q.where)
@@ -153,6 +155,12 @@ class _Checker:
         self.pattern(p.right)
 
     def event_type(self, e: ast.EventType) -> None:
+        if e.stream is not None and self.from_streams and e.stream not in self.from_streams:
+            raise self.error(
+                f"stream {e.stream!r} is not in the FROM clause (the query reads only "
+                f"{', '.join(self.from_streams)})",
+                e.span,
+            )
         schema = self.schema
         if schema is None:
             return

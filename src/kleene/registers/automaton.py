@@ -108,6 +108,8 @@ class SRT:
     attributes: tuple[str, ...]
     """Attributes the guards read: the layout of event tuples."""
     register_names: tuple[str, ...]
+    streams: tuple[str, ...]
+    """Stream bits, after the predicates' (as in :class:`kleene.automata.compile.Atoms`)."""
     variable_registers: dict[str, int]
     """The register of each variable a condition reads as ``var.attr``."""
 
@@ -201,8 +203,16 @@ class _Frag:
 
 
 class _Builder:
-    def __init__(self, projection: frozenset[str] | None) -> None:
+    def __init__(
+        self,
+        projection: frozenset[str] | None,
+        streams: list[str] | None = None,
+        stream_base: int = 0,
+    ) -> None:
         self.projection = projection
+        self.streams = streams or []
+        """Stream bits (``S>E`` with a stream column), numbered after the predicates."""
+        self.stream_base = stream_base
         self.states = 0
         self.eps: list[tuple[int, frozenset[int], int]] = []
         self.cons: list[_Cons] = []
@@ -253,7 +263,10 @@ class _Builder:
                 raise AssertionError("event types are numbered before predicates")
             self.event_types.append(p.name)
         s, f = self.state(), self.state()
-        t = _Cons(s, 1 << self.event_types.index(p.name), {p.name}, f)
+        mask = 1 << self.event_types.index(p.name)
+        if p.stream is not None and p.stream in self.streams:
+            mask |= 1 << (self.stream_base + self.streams.index(p.stream))
+        t = _Cons(s, mask, {p.name}, f)
         self.cons.append(t)
         return _Frag(s, f, (t,))
 
@@ -456,6 +469,7 @@ class _Builder:
             preds=tuple(self.preds),
             attributes=tuple(self.attributes),
             register_names=tuple(self.registers),
+            streams=tuple(self.streams),
             variable_registers=dict(self.var_register),
         )
 
@@ -524,11 +538,40 @@ def _collect_types(p: ast.Pattern, out: list[str]) -> None:
         _collect_types(p.right, out)
 
 
-def compile_srt(pattern: ast.Pattern, projection: frozenset[str] | None) -> SRT:
-    """The ε-free SRT of a CEQL pattern (see the module docstring)."""
-    builder = _Builder(projection)
+def _collect_streams(p: ast.Pattern, out: list[str]) -> None:
+    if isinstance(p, ast.EventType):
+        if p.stream is not None and p.stream not in out:
+            out.append(p.stream)
+        return
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+        _collect_streams(p.pattern, out)
+    else:
+        _collect_streams(p.left, out)
+        _collect_streams(p.right, out)
+
+
+def compile_srt(
+    pattern: ast.Pattern, projection: frozenset[str] | None, *, with_streams: bool = False
+) -> SRT:
+    """The ε-free SRT of a CEQL pattern (see the module docstring).
+
+    ``with_streams``: the input says which stream each event comes from, so
+    ``S>E`` also tests a stream bit (numbered after the predicates, whose
+    number a first pass finds).
+    """
+    expanded = without_empty(pattern)
+    streams: list[str] = []
+    base = 0
+    if with_streams:
+        _collect_streams(pattern, streams)
+    if streams:
+        counting = _Builder(projection)
+        _collect_types(pattern, counting.event_types)
+        counting.build(expanded)
+        base = len(counting.event_types) + len(counting.preds)
+    builder = _Builder(projection, streams, base)
     _collect_types(pattern, builder.event_types)  # type bits first, as in Atoms
-    return builder.finish(builder.build(without_empty(pattern)))
+    return builder.finish(builder.build(expanded))
 
 
 __all__ = ["SRT", "Condition", "RTransition", "atoms", "compile_srt"]

@@ -378,3 +378,148 @@ def cases(
     n = draw(st.integers(size // 2, size))  # hypothesis alone favours tiny streams
     evs, times = draw(streams(max_size=n, min_size=n, with_streams=with_streams))
     return q, evs, times
+
+
+# ------------------------------------------------- conditions between events
+
+
+@st.composite
+def nary_predicates(draw: st.DrawFn, target: str, other: str | None) -> ast.Pred:
+    """A predicate on ``target`` reading ``other.attr`` (or ``prev(target).attr`` when None)."""
+
+    def ref(attr: str) -> ast.VarAttr:
+        return ast.VarAttr(target, attr, True) if other is None else ast.VarAttr(other, attr)
+
+    kind = draw(st.sampled_from(("num", "num", "arith", "str")))
+    op = draw(st.sampled_from(COMPARE_OPS))
+    if kind == "str":
+        core: ast.Pred = ast.Compare(draw(st.sampled_from(("==", "!="))), ast.Attr("s"), ref("s"))
+    elif kind == "arith":
+        left = ast.BinOp("+", ast.Attr(draw(st.sampled_from(("v", "w")))), ast.Const(draw(st.integers(-3, 3))))
+        right = ast.BinOp(draw(st.sampled_from(("*", "-", "+"))), ref(draw(st.sampled_from(("v", "w")))), ast.Const(draw(st.integers(1, 2))))
+        core = ast.Compare(op, left, right)
+    else:
+        core = ast.Compare(op, ast.Attr(draw(st.sampled_from(("v", "w")))), ref(draw(st.sampled_from(("v", "w")))))
+    shape = draw(st.sampled_from(("plain", "plain", "and", "or", "not")))
+    if shape == "and":
+        return ast.PAnd(draw(atoms()), core) if draw(st.booleans()) else ast.PAnd(core, draw(atoms()))
+    if shape == "or":
+        return ast.POr(core, draw(atoms()))
+    if shape == "not":
+        return ast.PNot(core)
+    return core
+
+
+def condition_choices(pattern: ast.Pattern) -> list[tuple[str, str | None]]:
+    """``(target, other)`` pairs a FILTER on ``pattern`` may relate (other None: prev)."""
+    from kleene.language.conditions import problem
+
+    bound = sorted(variables_of(pattern))
+    out: list[tuple[str, str | None]] = []
+    for x in bound:
+        out.append((x, None))
+        for a in bound:
+            if a != x:
+                atom = ast.FilterAtom(x, ast.Compare("==", ast.Attr("v"), ast.VarAttr(a, "v")))
+                if problem(pattern, atom, ast.VarAttr(a, "v")) is None:
+                    out.append((x, a))
+    return out
+
+
+@st.composite
+def condition_filter(draw: st.DrawFn, inner: ast.Pattern) -> ast.Pattern:
+    """``inner FILTER x[...]`` with a condition between events, preferring other variables."""
+    if not variables_of(inner):  # NOT(...) alone binds nothing
+        inner = ast.As(inner, draw(st.sampled_from(VARIABLES)))
+    choices = condition_choices(inner)
+    pairs = [c for c in choices if c[1] is not None]
+    x, other = draw(st.sampled_from(pairs if pairs and draw(st.integers(0, 3)) else choices))
+    atom = ast.FilterAtom(x, draw(nary_predicates(x, other)))
+    cond: ast.FilterExpr = atom
+    if draw(st.integers(0, 3)) == 0:  # mixed with a unary atom
+        unary = ast.FilterAtom(draw(st.sampled_from(sorted(variables_of(inner)))), draw(atoms()))
+        cond = ast.FilterAnd(atom, unary) if draw(st.booleans()) else ast.FilterOr(atom, unary)
+    return ast.Filter(inner, cond)
+
+
+@st.composite
+def condition_patterns(draw: st.DrawFn, depth: int = 3) -> ast.Pattern:
+    """Random patterns of the register engine's language, with conditions between events."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        if draw(st.integers(0, 7)) == 0:
+            return draw(not_events())
+        return ast.EventType(draw(st.sampled_from(TYPES)))
+    kind = draw(st.sampled_from(("as", "as", "cond", "cond", "filter", "seq", "seq", "seq", "contig", "or", "iter", "citer", "star")))
+    if kind in ("seq", "contig", "or"):
+        left, right = draw(condition_patterns(depth - 1)), draw(condition_patterns(depth - 1))
+        return ast.Or(left, right) if kind == "or" else ast.Seq(left, right, kind == "contig")
+    inner = draw(condition_patterns(depth - 1))
+    if kind == "as" or (kind == "filter" and not variables_of(inner)):
+        return ast.As(inner, draw(st.sampled_from(VARIABLES)))
+    if kind == "cond":
+        return draw(condition_filter(inner))
+    if kind == "filter":
+        return ast.Filter(inner, draw(filter_exprs(tuple(sorted(variables_of(inner))), depth=1)))
+    if kind == "star":
+        return ast.Star(inner)
+    return ast.Iter(inner, kind == "citer")
+
+
+@st.composite
+def condition_cases(draw: st.DrawFn, max_size: int = 14) -> tuple[ast.Query, list[Event], list[int]]:
+    """``(query, events, times)``: a query with at least one condition between events."""
+    if draw(st.booleans()):  # two parts to relate, most often
+        left, right = draw(condition_patterns(2)), draw(condition_patterns(2))
+        where = draw(condition_filter(ast.Seq(left, right, draw(st.integers(0, 3)) == 0)))
+    else:
+        where = draw(condition_filter(draw(condition_patterns(3))))
+    template = draw(queries(1, full_cel=frozenset({"STRICT", "NEXT", "LAST", "MAX"})))
+    items = template.select.items
+    if items:  # project on variables of this pattern
+        bound = sorted(variables_of(where))
+        chosen = draw(st.lists(st.sampled_from(bound), min_size=1, max_size=2, unique=True))
+        items = tuple(ast.SelectItem(v) for v in chosen)
+    if template.select.strategy in ("NEXT", "LAST", "MAX"):
+        items = None
+    q = ast.Query(
+        ast.Select(template.select.strategy, items), ("S",), where, template.partition_by,
+        template.within, template.consume, template.limit,
+    )
+    depth = iteration_depth(where)
+    windowed = isinstance(q.within, ast.EventsWindow) and q.within.count <= 6
+    size = max_size if depth == 0 or windowed else (12, 9, 7)[min(depth, 3) - 1]
+    n = draw(st.integers(size // 2, size))
+    evs, times = draw(streams(max_size=n, min_size=n))
+    return q, evs, times
+
+
+@st.composite
+def single_events(draw: st.DrawFn, var: str) -> ast.Pattern:
+    """A single-event pattern bound to ``var``: a type, or an OR of two, maybe filtered."""
+    p: ast.Pattern = ast.EventType(draw(st.sampled_from(TYPES)))
+    if draw(st.integers(0, 3)) == 0:
+        p = ast.Or(p, ast.EventType(draw(st.sampled_from(TYPES))))
+    p = ast.As(p, var)
+    if draw(st.booleans()):
+        p = ast.Filter(p, ast.FilterAtom(var, draw(atoms())))
+    return p
+
+
+@st.composite
+def pair_cases(draw: st.DrawFn, max_size: int = 30) -> tuple[ast.Query, list[Event], list[int]]:
+    """Two-event patterns with a condition between them, under a window (the pair join's shape)."""
+    where: ast.Pattern = ast.Seq(draw(single_events("a")), draw(single_events("b")))
+    where = ast.Filter(where, ast.FilterAtom("b", draw(nary_predicates("b", "a"))))
+    if draw(st.booleans()):
+        where = ast.Filter(where, ast.FilterAtom(draw(st.sampled_from(("a", "b"))), draw(atoms())))
+    within = draw(
+        st.one_of(
+            st.integers(0, 8).map(ast.EventsWindow),
+            st.integers(0, 10).map(lambda n: ast.DurationWindow(n * SEC)),
+        )
+    )
+    items = draw(st.sampled_from((None, None, (ast.SelectItem("a"),), (ast.SelectItem("b"),), ())))
+    strategy = draw(st.sampled_from(("ALL", "ANY")))
+    q = ast.Query(ast.Select(strategy, items), ("S",), where, (), within)
+    evs, times = draw(streams(max_size=max_size, min_size=max_size // 2))
+    return q, evs, times

@@ -83,6 +83,9 @@ PARTITIONED = [
     "PARTITION BY [name] WITHIN 4 seconds",
     "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 150] PARTITION BY [name] "
     "WITHIN 30 EVENTS CONSUME BY PARTITION",
+    # Conditions between events (register engine), per key.
+    "SELECT * FROM S WHERE SELL as a; BUY as b FILTER b[price < a.price - 50] "
+    "PARTITION BY [name] WITHIN 10 EVENTS",
     # CONSUME BY ANY crosses partitions: evaluated by the single ordered task.
     "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 150] PARTITION BY [name] "
     "WITHIN 30 EVENTS CONSUME BY ANY",
@@ -104,6 +107,12 @@ RANGED = [
     "WITHIN 6 seconds",
     # attribute window, contiguity
     "SELECT * FROM S WHERE SELL as a : BUY as b FILTER b[price < 50] WITHIN 3 [ts]",
+    # conditions between events (register engine): registers hold events of the same match,
+    # all inside the window, so the overlap of one window makes ranges exact too
+    "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] AND b[price < a.price] "
+    "WITHIN 10 EVENTS",
+    "SELECT * FROM S WHERE SELL as s; BUY+ as b FILTER b[price > prev(b).price] AND "
+    "b[price > s.price] WITHIN 5 EVENTS",
     # LIMIT counts per end event: local to a range too
     "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] WITHIN 12 EVENTS LIMIT 2",
 ]

@@ -35,6 +35,9 @@ QUERIES = {
     "WITHIN 15 seconds",
     "consume": "SELECT * FROM S WHERE SELL as a; BUY as b FILTER b[price < 80] "
     "WITHIN 20 seconds CONSUME BY ANY",
+    # a condition between events: the register engine, replayed the same way
+    "registers": "SELECT * FROM S WHERE SELL as a; BUY as b FILTER b[price < a.price - 60] "
+    "PARTITION BY [name] WITHIN 30 seconds",
 }
 SPAN = 40
 """Seconds of event time per file."""

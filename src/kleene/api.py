@@ -12,6 +12,12 @@ The pipeline per batch: conform the columns the query reads (bad rows go to
 the bad-row policy), evaluate every atomic predicate vectorized into a bit
 vector per event, then run the engine (:mod:`kleene.runtime.engine`) only on
 the events that can change its state.
+
+The engine is chosen per query (:func:`choose_engine`): CORE's tECS engine
+when every FILTER is unary, the register engine (:mod:`kleene.registers`)
+when some FILTER relates two events (``b[price < a.price]``,
+``b[price > prev(b).price]``); its unary conditions still go through the
+vectorized predicate table, as a prefilter.  :meth:`Query.explain` says which.
 """
 
 from __future__ import annotations
@@ -30,15 +36,21 @@ import pyarrow.compute as pc
 from kleene.automata.compile import Atoms, compile_pattern
 from kleene.automata.conform import Requirement, conform
 from kleene.automata.determinize import LazyDFA
-from kleene.automata.predicates import PredicateTable
+from kleene.automata.predicates import PredicateTable, infer_kinds
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.timecol import to_nanos
 from kleene.language import ast
 from kleene.language.checks import check
+from kleene.language.conditions import atoms as filter_atoms
+from kleene.language.conditions import nary_filters, var_attrs, without_self_references
 from kleene.language.errors import DataError, KleeneError, QueryError, UnsupportedError
 from kleene.language.parser import parse, parse_duration
+from kleene.language.printer import filter_to_ceql
 from kleene.language.schema import Schema
 from kleene.language.variables import variable_event_types
+from kleene.registers.automaton import SRT, compile_srt
+from kleene.registers.pairs import pair_plan
+from kleene.registers.runtime import RegisterEngine
 from kleene.runtime.engine import Engine, Settings
 from kleene.runtime.enumeration import Found
 from kleene.runtime.store import EventStore
@@ -205,17 +217,29 @@ class Query:
                 raise KleeneError("max_delay reorders events by time: pass time_column too")
             self.max_delay = parse_duration(max_delay)
 
-        self.atoms = Atoms()
-        self.atoms.collect(query.where, with_streams=stream_column is not None)
         items = query.select.items
         projection = None if items is None else frozenset(i.var for i in items)
-        try:
-            self.cea = compile_pattern(
-                query.where, self.atoms, projection, strict=query.select.strategy == "STRICT"
-            )
-        except ValueError as err:  # a construct too large to compile (see compile.py)
-            span = query.where.span
-            raise UnsupportedError(str(err), span.line, span.column, source) from None
+        self.engine, self.engine_reason = choose_engine(query)
+        """``"tecs"`` (CORE's algorithm) or ``"registers"`` (SRT runs), and why."""
+        self.atoms = Atoms()
+        self.cea = None
+        self.srt: SRT | None = None
+        where = without_self_references(query.where)
+        with_streams = stream_column is not None
+        if self.engine == "registers":
+            self.srt = compile_srt(where, projection, with_streams=with_streams)
+            self.atoms.event_types = list(self.srt.event_types)
+            self.atoms.preds = list(self.srt.preds)
+            self.atoms.streams = list(self.srt.streams)
+        else:
+            self.atoms.collect(where, with_streams=with_streams)
+            try:
+                self.cea = compile_pattern(
+                    where, self.atoms, projection, strict=query.select.strategy == "STRICT"
+                )
+            except ValueError as err:  # a construct too large to compile (see compile.py)
+                span = query.where.span
+                raise UnsupportedError(str(err), span.line, span.column, source) from None
         self.predicates = PredicateTable(
             self.atoms.event_types,
             self.atoms.preds,
@@ -253,6 +277,44 @@ class Query:
         self._session = Session(self)
 
     # ------------------------------------------------------------ public API
+    def explain(self) -> str:
+        """Which engine evaluates this query, why, and what it compiled to."""
+        lines = [f"engine: {self.engine}", f"why: {self.engine_reason}"]
+        if self.srt is not None:
+            srt = self.srt
+            transitions = sum(len(ts) for ts in srt.labelled)
+            lines.append(
+                f"automaton: symbolic register transducer, {srt.num_states} states, "
+                f"{transitions} transitions, registers: "
+                + (", ".join(srt.register_names) or "none")
+            )
+            lines.append(
+                f"prefilter: {len(srt.event_types)} event types and {len(srt.preds)} unary "
+                "predicates evaluated vectorized; "
+                + (
+                    "every event visited (contiguity)"
+                    if srt.contiguous or self.ast.select.strategy == "STRICT"
+                    else "only events some transition accepts are visited"
+                )
+            )
+            settings = self.settings
+            pairs = pair_plan(
+                srt, window=settings.window, partitioned=settings.partitioned,
+                consume=settings.consume, limit=settings.limit, strategy=settings.strategy,
+                type_column=self.type_column,
+            )
+            lines.append(
+                "runtime: vectorized pair join over a per-window index of first events"
+                if pairs is not None
+                else "runtime: runs (state, registers, start, positions), merged when equal"
+            )
+        elif self.cea is not None:
+            lines.append(
+                f"automaton: complex event automaton, {self.cea.num_states} states, "
+                f"{len(self.cea.transitions)} transitions, determinized lazily"
+            )
+        return "\n".join(lines)
+
     def session(self) -> Session:
         """A fresh evaluation state, fed batch by batch with :meth:`Session.feed`."""
         return Session(self)
@@ -306,7 +368,11 @@ class Query:
         ``FILTER x[P]`` reads the attributes of ``P`` on the events ``x`` can
         be bound to: rows of those types must carry valid values.
         """
-        kinds = self.predicates.attributes()
+        every = [a.pred for f in _filters(self.ast.where) for a in filter_atoms(f.condition)]
+        names = {r.name for p in every for r in var_attrs(p)} | {
+            name for p in every for name in _attributes(p)
+        }
+        kinds = infer_kinds(every, sorted(names))
         req: dict[str, set[str]] = {}
 
         def conditions(cond: ast.FilterExpr) -> Iterator[ast.FilterAtom]:
@@ -322,20 +388,55 @@ class Query:
                 for atom in conditions(p.condition):
                     for attr in _attributes(atom.pred):
                         req.setdefault(attr, set()).update(scope.get(atom.var, ()))
+                    for ref in var_attrs(atom.pred):  # a.attr reads a's events
+                        req.setdefault(ref.name, set()).update(scope.get(ref.var, ()))
             for child in ("pattern", "left", "right"):
                 node = getattr(p, child, None)
                 if node is not None:
                     walk(node)
 
         walk(self.ast.where)
+        # An attribute of unknown kind is a number for unary predicates (as
+        # always); one compared only with other events' values of unknown
+        # kind (`kind = a.kind`) compares by its runtime type, unconverted.
+        unary = {name for p in every for name in _attributes(p) if not any(var_attrs(p))}
         out = {
             attr: Requirement(kinds.get(attr, "number"), frozenset(types))
             for attr, types in req.items()
-            if types
+            if types and (attr in kinds or attr in unary)
+        }
+        self._untyped = {
+            attr: frozenset(types) for attr, types in req.items() if types and attr not in out
         }
         window = self.ast.within
         if isinstance(window, ast.AttrWindow):
             out[window.attr] = Requirement("number", None)
+        return out
+
+    def requirements_for(self, schema: pa.Schema) -> dict[str, Requirement]:
+        """:attr:`requirements`, plus the attributes of unknown kind, kinded by the input's columns.
+
+        ``b[price < a.price]`` gives ``price`` no kind (it is only compared with
+        itself); its values must still be valid, of the kind its column has.
+        """
+        if not self._untyped:
+            return self.requirements
+        out = dict(self.requirements)
+        for attr, types in self._untyped.items():
+            if attr not in schema.names:
+                continue
+            t = schema.field(attr).type
+            if pa.types.is_dictionary(t):
+                t = t.value_type
+            if pa.types.is_boolean(t):
+                kind = "boolean"
+            elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+                kind = "number"
+            elif pa.types.is_string(t) or pa.types.is_large_string(t):
+                kind = "string"
+            else:
+                continue
+            out[attr] = Requirement(kind, types)
         return out
 
     def _projected_attributes(self) -> tuple[str, ...] | None:
@@ -344,6 +445,31 @@ class Query:
         if not items or any(i.attrs is None for i in items):
             return None
         return tuple(dict.fromkeys(a for i in items for a in i.attrs or ()))
+
+
+def choose_engine(query: ast.Query) -> tuple[str, str]:
+    """The engine for a query: CORE's tECS unless some FILTER relates two events."""
+    found = next(nary_filters(query.where), None)
+    if found is None:
+        return "tecs", (
+            "every FILTER reads only the event it filters (unary predicates): CORE's "
+            "algorithm, constant time per event and output-linear enumeration"
+        )
+    _, atom = found
+    return "registers", (
+        f"{filter_to_ceql(atom)} relates events to each other, which unary automata cannot "
+        "express: symbolic register transducer runs (the SRT papers), with the unary "
+        "conditions as a vectorized prefilter"
+    )
+
+
+def _filters(p: ast.Pattern) -> Iterator[ast.Filter]:
+    if isinstance(p, ast.Filter):
+        yield p
+    for child in ("pattern", "left", "right"):
+        node = getattr(p, child, None)
+        if node is not None:
+            yield from _filters(node)
 
 
 def _attributes(pred: ast.Pred | ast.Expr) -> set[str]:
@@ -472,7 +598,21 @@ class Session:
 
     def __init__(self, query: Query, policy: BadRowPolicy | None = None) -> None:
         self.query = query
-        self.engine = Engine(LazyDFA(query.cea), query.settings, skip_inert=query.skip_inert)
+        self.engine: Engine | RegisterEngine
+        if query.srt is not None:
+            settings = query.settings
+            self.engine = RegisterEngine(
+                query.srt,
+                window=settings.window,
+                partitioned=settings.partitioned,
+                consume=settings.consume,
+                limit=settings.limit,
+                strategy=settings.strategy,
+                type_column=query.type_column,
+            )
+        else:
+            assert query.cea is not None
+            self.engine = Engine(LazyDFA(query.cea), query.settings, skip_inert=query.skip_inert)
         spec = query._policy_spec
         if policy is None:
             policy = spec if isinstance(spec, BadRowPolicy) else BadRowPolicy(spec)
@@ -555,7 +695,7 @@ class Session:
         if mine is not None:
             batch, positions, named = batch.filter(pa.array(mine)), positions[mine], named[mine]
         original = batch
-        batch, bad = conform(batch, q.requirements, type_column=q.type_column)
+        batch, bad = conform(batch, q.requirements_for(batch.schema), type_column=q.type_column)
         return self.process(original, batch, bad, positions, named, None, with_events=with_events)
 
     def check_schema(self, batch: pa.RecordBatch) -> None:
@@ -643,7 +783,11 @@ class Session:
             max_time = time_list[-1] if time_list is not None else pos_list[-1]
             self.store.add(batch, positions, max_time)
         with _no_cyclic_gc():
-            self.engine.run_batch(bits, pos_list, time_list, keys, found)
+            engine = self.engine
+            if isinstance(engine, RegisterEngine):
+                engine.run_batch(batch, bits, positions, times, keys, found)
+            else:
+                engine.run_batch(bits, pos_list, time_list, keys, found)
             if not with_events:
                 new = tuple.__new__
                 if self.name is not None:

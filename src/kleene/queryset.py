@@ -294,7 +294,8 @@ class QuerySetSession:
         results: list[list[Any]] = [[] for _ in self.sessions]
         types: list[Any] | None = None
         for group in qs.groups:
-            conformed, problems = conform(batch, group.requirements, type_column=qs.type_column)
+            requirements = _batch_requirements(group, qs.queries, batch.schema)
+            conformed, problems = conform(batch, requirements, type_column=qs.type_column)
             bits = group.predicates.evaluate(conformed)
             if problems and types is None and qs.type_column in batch.schema.names:
                 types = batch.column(qs.type_column).to_pylist()
@@ -302,7 +303,7 @@ class QuerySetSession:
                 s = self.sessions[index]
                 s.next_row = self.next_row
                 s.check_schema(batch)
-                bad = _problems_of(s.query, problems, types, qs.type_column)
+                bad = _problems_of(s.query, problems, types, qs.type_column, batch.schema)
                 mine = s.stream_rows(batch, named)
                 original, rows, pos, names, qbits = batch, conformed, positions, named, query_bits
                 if mine is not None:
@@ -317,21 +318,45 @@ class QuerySetSession:
         return _merge(results)
 
 
+def _batch_requirements(
+    group: _Group, queries: Sequence[Query], schema: pa.Schema
+) -> dict[str, Requirement]:
+    """The group's requirements, plus those whose kind only the input's columns give.
+
+    A condition between events such as ``b[price < a.price]`` fixes no kind for
+    ``price`` (:meth:`Query.requirements_for`); its values must still be valid.
+    """
+    extra: dict[str, Requirement] = {}
+    for i in group.members:
+        q = queries[i]
+        for attr, r in q.requirements_for(schema).items():
+            if attr in group.requirements or attr in q.requirements:
+                continue
+            old = extra.get(attr)
+            if old is None or old.event_types is None or r.event_types is None:
+                extra[attr] = r if old is None else Requirement(r.kind, None)
+            else:
+                extra[attr] = Requirement(r.kind, old.event_types | r.event_types)
+    return {**group.requirements, **extra} if extra else group.requirements
+
+
 def _problems_of(
     query: Query,
     problems: list[tuple[int, str, str]],
     types: list[Any] | None,
     type_column: str,
+    schema: pa.Schema,
 ) -> list[tuple[int, str, str]]:
     """The problems conform found that concern ``query``: the rows it needs valid."""
     if not problems:
         return []
+    requirements = query.requirements_for(schema)
     out = []
     for row, column, reason in problems:
         if column == type_column:
             out.append((row, column, reason))
             continue
-        req = query.requirements.get(column)
+        req = requirements.get(column)
         if req is None:
             continue
         if req.event_types is None or (types is not None and _as_name(types[row]) in req.event_types):

@@ -127,7 +127,8 @@ class _KindInference:
     def expr(self, e: ast.Expr) -> _Term:
         if isinstance(e, ast.Const):
             return ("kind", _const_kind(e.value))
-        if isinstance(e, ast.Attr):
+        if isinstance(e, ast.Attr | ast.VarAttr):
+            # `a.price` reads the same column as `price`, on another event.
             self.find(e.name)
             return ("attr", e.name)
         if isinstance(e, ast.Neg):
@@ -159,6 +160,23 @@ class _KindInference:
             self.pred(p.right)
         else:
             raise TypeError(f"not a predicate: {p!r}")
+
+
+def infer_kinds(preds: Iterable[ast.Pred], names: Iterable[str]) -> dict[str, str]:
+    """The kind each attribute in ``names`` must have, from its uses in ``preds``.
+
+    Also for n-ary predicates (``price > a.price`` makes ``price`` one column
+    of one kind), which the register engine evaluates outside the table.
+    """
+    inference = _KindInference()
+    for p in preds:
+        inference.pred(p)
+    out: dict[str, str] = {}
+    for name in names:
+        kind = inference.kind.get(inference.find(name))
+        if kind is not None:
+            out[name] = kind
+    return out
 
 
 # --------------------------------------------------------------------------

@@ -32,7 +32,8 @@ def _span() -> Span:
 
 
 # ---------------------------------------------------------------- expressions
-# Arithmetic expressions inside a predicate.  They read attributes of one event.
+# Arithmetic expressions inside a predicate.  They read attributes of the event
+# the predicate is applied to, or (VarAttr) of events bound to other variables.
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,23 @@ ArithOp = Lit["+", "-", "*", "/", "%"]
 
 
 @dataclass(frozen=True)
+class VarAttr:
+    """``var.name`` or ``prev(var).name``: an attribute of *another* event.
+
+    ``x[price > a.price]`` compares each event bound to ``x`` with the event
+    bound to ``a``; ``x[price > prev(x).price]`` compares each event bound to
+    ``x`` with the one bound to ``x`` just before it (the SRT papers' register
+    read before the write).  Predicates with these are *n-ary*: they run on
+    the register engine (docs/semantics.md, "Conditions between events").
+    """
+
+    var: str
+    name: str
+    prev: bool = False
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
 class BinOp:
     op: ArithOp
     left: Expr
@@ -68,7 +86,7 @@ class Neg:
     span: Span = _span()
 
 
-Expr = Const | Attr | BinOp | Neg
+Expr = Const | Attr | VarAttr | BinOp | Neg
 
 # ----------------------------------------------------------------- predicates
 # Unary predicates (CORE §2): a predicate reads only the event it is applied to.

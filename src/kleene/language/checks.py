@@ -20,6 +20,12 @@ import re2
 
 from kleene.language import ast
 from kleene.language.ast import NO_SPAN, Span
+from kleene.language.conditions import (
+    has_conditions,
+    problem,
+    unsupported_with_conditions,
+    var_attrs,
+)
 from kleene.language.errors import QueryError, UnsupportedError
 from kleene.language.parser import name_span
 from kleene.language.schema import AttrKind, Schema
@@ -69,6 +75,10 @@ class _Checker:
         self.source = source
         self.schema = schema
         self.from_types: frozenset[str] | None = None
+        self.everywhere: dict[str, frozenset[str]] = {}
+        """Every variable of the query -> its event types (to tell unknown from misplaced)."""
+        self.scope: dict[str, frozenset[str]] = {}
+        """The variables of the pattern the FILTER being checked applies to."""
         self.from_streams: tuple[str, ...] = ()
 
     def error(self, message: str, span: Span) -> QueryError:
@@ -78,6 +88,7 @@ class _Checker:
     def query(self, q: ast.Query) -> None:
         self.from_streams = q.streams
         self.streams(q)
+        self.everywhere = variable_event_types(q.where)
         self.pattern(q.where)
         bound = variable_event_types(q.where)
         self.select(q.select, bound)
@@ -126,7 +137,7 @@ class _Checker:
             return
         if isinstance(p, ast.Filter):
             self.pattern(p.pattern)
-            self.filter(p.condition, variable_event_types(p.pattern))
+            self.filter(p.condition, variable_event_types(p.pattern), p.pattern)
             return
         if isinstance(p, ast.NotEvent):
             if not single_event(p.pattern):
@@ -173,10 +184,12 @@ class _Checker:
                 f"event type {e.name!r} is not in the streams of the FROM clause", e.span
             )
 
-    def filter(self, cond: ast.FilterExpr, bound: dict[str, frozenset[str]]) -> None:
+    def filter(
+        self, cond: ast.FilterExpr, bound: dict[str, frozenset[str]], filtered: ast.Pattern
+    ) -> None:
         if isinstance(cond, ast.FilterAnd | ast.FilterOr):
-            self.filter(cond.left, bound)
-            self.filter(cond.right, bound)
+            self.filter(cond.left, bound, filtered)
+            self.filter(cond.right, bound, filtered)
             return
         if cond.var not in bound:
             raise self.error(
@@ -184,6 +197,14 @@ class _Checker:
                 f"{_known(bound)}",
                 cond.span,
             )
+        for ref in var_attrs(cond.pred):
+            span = ref.span if ref.span != NO_SPAN else cond.span
+            if ref.var not in self.everywhere:
+                raise self.error(f"unknown variable {ref.var!r}{_known(self.everywhere)}", span)
+            why = problem(filtered, cond, ref)
+            if why is not None:
+                raise self.error(why, span)
+        self.scope = bound
         self.pred(cond.pred, cond.var, bound[cond.var])
 
     # ---------------------------------------------------------- predicates
@@ -232,6 +253,8 @@ class _Checker:
             return _kind_of_const(e.value)
         if isinstance(e, ast.Attr):
             return self.attribute(e.name, var, types, e.span)
+        if isinstance(e, ast.VarAttr):
+            return self.attribute(e.name, e.var, self.scope[e.var], e.span)
         if isinstance(e, ast.BinOp):
             self.number(e.left, var, types, f"arithmetic '{e.op}'")
             self.number(e.right, var, types, f"arithmetic '{e.op}'")
@@ -311,6 +334,17 @@ class _Checker:
 
     # --------------------------------------------------------- unsupported
     def unsupported(self, q: ast.Query) -> None:
+        if has_conditions(q.where):
+            other = unsupported_with_conditions(q.where)
+            if other is not None:
+                span = other.span if other.span != NO_SPAN else q.span
+                raise UnsupportedError(
+                    f"{type(other).__name__.upper().replace('NOTEVENT', 'NOT')} is not "
+                    "supported yet together with conditions between events "
+                    "(the register engine evaluates ;, :, OR, +, :+, *, AS, FILTER and NOT(...) "
+                    "without conditions inside)",
+                    span.line, span.column, self.source,
+                )
         strategy = q.select.strategy
         if strategy in _SELECTING_STRATEGIES and q.select.items is not None:
             span = q.select.span if q.select.span != NO_SPAN else q.span

@@ -446,6 +446,18 @@ class _Builder(Transformer[Token, Any]):
     def attr(self, meta: Meta, children: list[Any]) -> ast.Attr:
         return ast.Attr(str(children[0]), _span(meta))
 
+    def var_attr(self, meta: Meta, children: list[Any]) -> ast.VarAttr:
+        return ast.VarAttr(str(children[0]), str(children[1]), False, _span(meta))
+
+    def func_attr(self, meta: Meta, children: list[Any]) -> ast.VarAttr:
+        func, var, attr = children
+        if func.lower() != "prev":
+            raise self._error(
+                f"unknown function {str(func)!r}: only prev(variable).attribute is known",
+                name_span(func, _span(meta)),
+            )
+        return ast.VarAttr(str(var), str(attr), True, _span(meta))
+
     def string(self, meta: Meta, children: list[Any]) -> ast.Const:
         text = str(children[0])
         quote = text[0]

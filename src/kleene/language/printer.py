@@ -64,6 +64,9 @@ def expr_to_ceql(expr: ast.Expr) -> str:
         return _const(expr.value)
     if isinstance(expr, ast.Attr):
         return quote_name(expr.name)
+    if isinstance(expr, ast.VarAttr):
+        var = quote_name(expr.var)
+        return f"{'prev(' + var + ')' if expr.prev else var}.{quote_name(expr.name)}"
     if isinstance(expr, ast.BinOp):
         return f"({expr_to_ceql(expr.left)} {expr.op} {expr_to_ceql(expr.right)})"
     # Neg: the parentheses keep "-(1)" a Neg rather than the constant -1.
@@ -95,6 +98,11 @@ def _filter(cond: ast.FilterExpr) -> str:
         return f"{quote_name(cond.var)}[{pred_to_ceql(cond.pred)}]"
     op = "AND" if isinstance(cond, ast.FilterAnd) else "OR"
     return f"({_filter(cond.left)} {op} {_filter(cond.right)})"
+
+
+def filter_to_ceql(cond: ast.FilterExpr) -> str:
+    """A FILTER condition (``x[...] AND y[...]``), fully parenthesised."""
+    return _filter(cond)
 
 
 _BINARY = {ast.Or: "OR", ast.And: "AND", ast.All: "ALL", ast.Unless: "UNLESS"}

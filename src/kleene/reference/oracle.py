@@ -17,6 +17,14 @@ Semantics implemented (CORE paper §2 and the project's decisions):
   - ``φ FILTER X[P]``: keep ``V`` if every event in ``V(X)`` satisfies ``P``
     (vacuously true when ``V(X)`` is empty); ``AND``/``OR`` of filter atoms
     are conjunction and disjunction (the paper's footnote 1);
+  - conditions between events (n-ary ``P``): ``A.attr`` in ``X[P]`` reads the
+    event of ``V(A)`` (every one of them, should there be several: the
+    checker makes sure there is exactly one), ``prev(X).attr`` the event of
+    ``V(X)`` just before the one checked: a top-level conjunct of ``P`` that
+    reads ``prev(X)`` is checked on every *consecutive pair* of ``V(X)`` and
+    holds vacuously for the first event (the other conjuncts on every event).
+    This is the SRT register semantics (a register overwritten at each
+    binding, read by the guard before the write), stated on valuations;
   - ``φ1 OR φ2``: union;
   - ``φ1 ; φ2``: ``V1.end < V2.start``, interval ``[V1.start, V2.end]``,
     variables unioned; ``φ1 : φ2`` additionally requires ``V2.start`` to be
@@ -87,11 +95,13 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import product
 from typing import Any, NamedTuple
 
 from kleene.language import ast
+from kleene.language.conditions import conjuncts, reads_prev, var_attrs
 from kleene.language.variables import single_event
-from kleene.reference.predicates import holds
+from kleene.reference.predicates import Others, holds
 
 ComplexEvent = tuple[int, int, tuple[int, ...]]
 Bindings = frozenset[tuple[str, frozenset[int]]]
@@ -183,12 +193,43 @@ def _satisfies(
     condition: ast.FilterExpr, v: Valuation, events: Sequence[Mapping[str, Any]]
 ) -> bool:
     if isinstance(condition, ast.FilterAtom):
-        return all(holds(condition.pred, events[i]) for i in v.get(condition.var))
+        x = condition.var
+        refs = list(var_attrs(condition.pred))
+        if not refs:
+            return all(holds(condition.pred, events[i]) for i in v.get(x))
+        return _satisfies_nary(condition, refs, v, events)
     if isinstance(condition, ast.FilterAnd):
         return _satisfies(condition.left, v, events) and _satisfies(condition.right, v, events)
     if isinstance(condition, ast.FilterOr):
         return _satisfies(condition.left, v, events) or _satisfies(condition.right, v, events)
     raise TypeError(f"not a filter condition: {condition!r}")
+
+
+def _satisfies_nary(
+    atom: ast.FilterAtom,
+    refs: list[ast.VarAttr],
+    v: Valuation,
+    events: Sequence[Mapping[str, Any]],
+) -> bool:
+    """``V ⊨ X[P]`` for a condition between events (see the module docstring)."""
+    x = atom.var
+    parts = conjuncts(atom.pred)
+    names = sorted({r.var for r in refs if not r.prev and r.var != x})
+    choices = [sorted(v.get(a)) for a in names]
+    bound = sorted(v.get(x))
+    for k, i in enumerate(bound):
+        # No previous event of X for the first one: conjuncts reading it hold.
+        checked = [c for c in parts if k > 0 or not reads_prev(c)]
+        others: dict[tuple[str, bool], Mapping[str, Any]] = {(x, False): events[i]}
+        if k > 0:
+            others[(x, True)] = events[bound[k - 1]]
+        for combo in product(*choices):
+            for a, j in zip(names, combo, strict=True):
+                others[(a, False)] = events[j]
+            env: Others = others
+            if not all(holds(c, events[i], env) for c in checked):
+                return False
+    return True
 
 
 def _sequence(
@@ -394,7 +435,7 @@ def pattern_variables(pattern: ast.Pattern) -> frozenset[str]:
 
 def _filter_variables(condition: ast.FilterExpr) -> frozenset[str]:
     if isinstance(condition, ast.FilterAtom):
-        return frozenset({condition.var})
+        return frozenset({condition.var}) | {r.var for r in var_attrs(condition.pred)}
     return _filter_variables(condition.left) | _filter_variables(condition.right)
 
 

@@ -39,6 +39,13 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 Value = int | float | str | bool
 
+Others = Mapping[tuple[str, bool], Mapping[str, Any]]
+"""The other events an n-ary predicate reads: ``(var, prev) -> event``.
+
+``(a, False)`` is the event bound to ``a`` (``a.attr``), ``(x, True)`` the
+event bound to ``x`` just before the current one (``prev(x).attr``).
+"""
+
 
 class Undefined(Exception):
     """Raised internally when an expression has no value on an event."""
@@ -69,10 +76,19 @@ def _number(v: Value) -> int | float:
     return v
 
 
-def value(expr: ast.Expr, event: Mapping[str, Any]) -> Value:
-    """The value of ``expr`` on ``event``; raises :class:`Undefined` if it has none."""
+def value(expr: ast.Expr, event: Mapping[str, Any], others: Others | None = None) -> Value:
+    """The value of ``expr`` on ``event``; raises :class:`Undefined` if it has none.
+
+    ``others`` gives the events that ``a.attr`` and ``prev(x).attr`` read; a
+    reference to an event not given there has no value.
+    """
     if isinstance(expr, ast.Const):
         return expr.value
+    if isinstance(expr, ast.VarAttr):
+        other = (others or {}).get((expr.var, expr.prev))
+        if other is None:
+            raise Undefined(f"no event for {expr.var!r}")
+        return value(ast.Attr(expr.name), other)
     if isinstance(expr, ast.Attr):
         v = event.get(expr.name)
         if v is None:
@@ -83,10 +99,10 @@ def value(expr: ast.Expr, event: Mapping[str, Any]) -> Value:
             raise Undefined(f"attribute {expr.name!r} is NaN")
         return v
     if isinstance(expr, ast.Neg):
-        return -_number(value(expr.operand, event))
+        return -_number(value(expr.operand, event, others))
     if isinstance(expr, ast.BinOp):
-        left = _number(value(expr.left, event))
-        right = _number(value(expr.right, event))
+        left = _number(value(expr.left, event, others))
+        right = _number(value(expr.right, event, others))
         if expr.op == "+":
             return left + right
         if expr.op == "-":
@@ -116,22 +132,24 @@ def _compiled(pattern: str) -> Any:
     return _regex_module.compile(pattern)
 
 
-def _atom(pred: ast.Pred, event: Mapping[str, Any]) -> bool:
+def _atom(pred: ast.Pred, event: Mapping[str, Any], others: Others | None) -> bool:
     if isinstance(pred, ast.Compare):
-        return _compare(pred.op, value(pred.left, event), value(pred.right, event))
+        return _compare(
+            pred.op, value(pred.left, event, others), value(pred.right, event, others)
+        )
     if isinstance(pred, ast.Like):
-        s = value(pred.operand, event)
+        s = value(pred.operand, event, others)
         if not isinstance(s, str):
             return False
         return _compiled(pred.pattern).fullmatch(s) is not None
     if isinstance(pred, ast.InSet):
-        v = value(pred.operand, event)
+        v = value(pred.operand, event, others)
         member = any(_equal(v, c.value) for c in pred.values)
         return member != pred.negated
     if isinstance(pred, ast.InRange):
-        v = value(pred.operand, event)
-        low = value(pred.low, event)
-        high = value(pred.high, event)
+        v = value(pred.operand, event, others)
+        low = value(pred.low, event, others)
+        high = value(pred.high, event, others)
         if not (_kind(v) == _kind(low) == _kind(high)):
             return False
         inside: bool = low <= v <= high  # type: ignore[operator]
@@ -139,15 +157,15 @@ def _atom(pred: ast.Pred, event: Mapping[str, Any]) -> bool:
     raise TypeError(f"not a predicate: {pred!r}")
 
 
-def holds(pred: ast.Pred, event: Mapping[str, Any]) -> bool:
-    """Whether ``event`` satisfies the unary predicate ``pred``."""
+def holds(pred: ast.Pred, event: Mapping[str, Any], others: Others | None = None) -> bool:
+    """Whether ``event`` satisfies ``pred`` (reading ``others`` for ``a.attr``, ``prev(x).attr``)."""
     if isinstance(pred, ast.PNot):
-        return not holds(pred.operand, event)
+        return not holds(pred.operand, event, others)
     if isinstance(pred, ast.PAnd):
-        return holds(pred.left, event) and holds(pred.right, event)
+        return holds(pred.left, event, others) and holds(pred.right, event, others)
     if isinstance(pred, ast.POr):
-        return holds(pred.left, event) or holds(pred.right, event)
+        return holds(pred.left, event, others) or holds(pred.right, event, others)
     try:
-        return _atom(pred, event)
+        return _atom(pred, event, others)
     except Undefined:
         return False

@@ -32,7 +32,10 @@ numbers, so the pipeline is:
      for ALL/ANY without CONSUME BY: a complex event ending at ``j`` only
      contains events in ``[time(j) - window, j]``, and whether it is output
      does not depend on anything earlier.  ``LIMIT`` counts per end event,
-     so it is local too.
+     so it is local too.  The same holds on the register engine (queries with
+     conditions between events, chosen by ``kleene.compile``): a run's
+     registers only hold events of its own match, written after its start,
+     so everything a complex event ending at ``j`` reads is in the overlap.
    * ``single``: everything else (no window, or CONSUME BY ANY/PARTITION
      where one output discards runs elsewhere, or a time column Spark cannot
      compare numerically): one task reads the whole stream in position order.

@@ -1,0 +1,225 @@
+"""Conditions between events: which filters are n-ary, and when they make sense.
+
+A FILTER atom ``x[P]`` is *unary* when ``P`` reads only the event bound to
+``x`` (CORE's CEQL), and *n-ary* when it also reads ``a.attr`` (the event
+bound to another variable ``a``) or ``prev(x).attr`` (the event bound to
+``x`` just before the current one).  n-ary atoms run on the register engine
+(:mod:`kleene.registers`), which stores events in registers as the SRT papers
+do; unary ones keep CORE's tECS engine.
+
+The valuation semantics (docs/semantics.md) of ``(φ FILTER x[P])`` is "every
+event ``e`` of ``V(x)`` satisfies ``P``", with ``a.attr`` read on *the* event
+of ``V(a)`` and ``prev(x).attr`` on the event of ``V(x)`` just before ``e``
+(vacuously true for the first).  A register automaton computes exactly that
+when, in every match of ``φ``, ``a`` is bound to exactly one event and that
+event comes before every event of ``x``: its register is written once, before
+any guard reads it (RMA's "bounded" expressions, Definition 2).  The checks
+below enforce that; :func:`problem` says what is wrong otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from kleene.language import ast
+from kleene.language.variables import bound_variables, single_event
+
+MANY = 2
+"""``binding_count`` of a variable bound to several events in some match."""
+
+
+def var_attrs(node: ast.Pred | ast.Expr) -> Iterator[ast.VarAttr]:
+    """Every ``a.attr`` / ``prev(a).attr`` in a predicate or expression."""
+    if isinstance(node, ast.VarAttr):
+        yield node
+        return
+    for name in ("left", "right", "operand", "low", "high"):
+        child = getattr(node, name, None)
+        if child is not None:
+            yield from var_attrs(child)
+
+
+def conjuncts(pred: ast.Pred) -> list[ast.Pred]:
+    """The top-level conjuncts of a predicate (``P AND Q AND R`` -> ``[P, Q, R]``)."""
+    if isinstance(pred, ast.PAnd):
+        return conjuncts(pred.left) + conjuncts(pred.right)
+    return [pred]
+
+
+def reads_prev(pred: ast.Pred) -> bool:
+    return any(r.prev for r in var_attrs(pred))
+
+
+def reads_others(pred: ast.Pred, target: str) -> bool:
+    """Does ``pred`` (on variable ``target``) read another event than the current one?"""
+    return any(r.prev or r.var != target for r in var_attrs(pred))
+
+
+def is_nary(atom: ast.FilterAtom) -> bool:
+    """Does ``atom`` read an event other than the one it filters?"""
+    return reads_others(atom.pred, atom.var)
+
+
+def atoms(cond: ast.FilterExpr) -> Iterator[ast.FilterAtom]:
+    if isinstance(cond, ast.FilterAtom):
+        yield cond
+    else:
+        yield from atoms(cond.left)
+        yield from atoms(cond.right)
+
+
+def nary_filters(p: ast.Pattern) -> Iterator[tuple[ast.Filter, ast.FilterAtom]]:
+    """Every n-ary FILTER atom of a pattern, with the FILTER node it belongs to."""
+    if isinstance(p, ast.Filter):
+        for atom in atoms(p.condition):
+            if is_nary(atom):
+                yield p, atom
+    if isinstance(p, ast.EventType):
+        return
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+        yield from nary_filters(p.pattern)
+    else:
+        yield from nary_filters(p.left)
+        yield from nary_filters(p.right)
+
+
+def has_conditions(p: ast.Pattern) -> bool:
+    """Whether some FILTER of the pattern relates two events (register engine)."""
+    return next(nary_filters(p), None) is not None
+
+
+def binding_count(p: ast.Pattern, var: str) -> int | None:
+    """How many events ``var`` is bound to in a match of ``p``: 0, 1 or MANY.
+
+    None when it differs between matches (bound on one side of an OR only).
+    """
+    if isinstance(p, ast.EventType):
+        return 1 if p.name == var else 0
+    if isinstance(p, ast.As):
+        if p.var == var:
+            return 1 if single_event(p.pattern) else MANY
+        return binding_count(p.pattern, var)
+    if isinstance(p, ast.Filter):
+        return binding_count(p.pattern, var)
+    if isinstance(p, ast.Iter | ast.Star):
+        inner = binding_count(p.pattern, var)
+        if inner == 0:
+            return 0
+        return None if isinstance(p, ast.Star) or inner is None else MANY
+    if isinstance(p, ast.NotEvent):
+        return 0
+    if isinstance(p, ast.Or):
+        left, right = binding_count(p.left, var), binding_count(p.right, var)
+        return left if left == right else None
+    left, right = binding_count(p.left, var), binding_count(p.right, var)
+    if left is None or right is None:
+        return None
+    return min(MANY, left + right)
+
+
+def precedes(p: ast.Pattern, first: str, then: str) -> bool:
+    """In every match of ``p``, is the event of ``first`` before every event of ``then``?
+
+    ``first`` must be bound to exactly one event (``binding_count == 1``).
+    """
+    names = bound_variables(p)
+    if first not in names or then not in names:
+        return True
+    if isinstance(p, ast.As):
+        if p.var in (first, then):
+            return False  # one covers the other's events
+        return precedes(p.pattern, first, then)
+    if isinstance(p, ast.Filter):
+        return precedes(p.pattern, first, then)
+    if isinstance(p, ast.Or):
+        return precedes(p.left, first, then) and precedes(p.right, first, then)
+    if isinstance(p, ast.Seq):
+        if first in bound_variables(p.left):
+            return then not in bound_variables(p.left) or precedes(p.left, first, then)
+        return then not in bound_variables(p.left) and precedes(p.right, first, then)
+    return False  # iterations repeat `first`; AND/ALL/UNLESS interleave
+
+
+def problem(filtered: ast.Pattern, atom: ast.FilterAtom, ref: ast.VarAttr) -> str | None:
+    """Why ``ref`` cannot be read in ``filtered FILTER atom`` (None if it can)."""
+    x = atom.var
+    if ref.prev:
+        if ref.var != x:
+            return (
+                f"prev({ref.var}) may only name the filtered variable: "
+                f"write {x}[... prev({x}).{ref.name} ...] or {ref.var}.{ref.name}"
+            )
+        return None
+    a = ref.var
+    if a == x:
+        return None
+    if a not in bound_variables(filtered):
+        return (
+            f"variable {a!r} is not bound by the pattern this FILTER applies to "
+            "(put the FILTER after a pattern that binds both variables)"
+        )
+    count = binding_count(filtered, a)
+    if count is None:
+        return (
+            f"variable {a!r} is not bound in every match of the pattern this FILTER applies "
+            "to (it is on one side of an OR, or under *)"
+        )
+    if count != 1:
+        return (
+            f"variable {a!r} is bound to several events here (inside an iteration, or "
+            f"more than once), so {a}.{ref.name} has no single value; put the FILTER "
+            "inside the iteration, bind the one event to compare with to a variable of "
+            "its own, or compare consecutive events of an iteration with prev(...)"
+        )
+    if not precedes(filtered, a, x):
+        return (
+            f"variable {a!r} is not bound yet when {x!r} is matched: a condition on {x!r} "
+            f"may only read variables matched before every event of {x!r} (write it on "
+            f"the later variable, e.g. {a}[... {x}.attr ...])"
+        )
+    return None
+
+
+def _plain(node: Any, target: str) -> Any:
+    if isinstance(node, ast.VarAttr) and node.var == target and not node.prev:
+        return ast.Attr(node.name, node.span)
+    changes = {}
+    for name in ("left", "right", "operand", "low", "high"):
+        child = getattr(node, name, None)
+        if child is not None:
+            changes[name] = _plain(child, target)
+    return dataclasses.replace(node, **changes) if changes else node
+
+
+def without_self_references(p: ast.Pattern) -> ast.Pattern:
+    """``x[x.price > 1]`` is ``x[price > 1]``: rewrite such references to plain attributes."""
+    if isinstance(p, ast.EventType):
+        return p
+    if isinstance(p, ast.Filter):
+        return ast.Filter(without_self_references(p.pattern), _plain_filter(p.condition), p.span)
+    if isinstance(p, ast.As | ast.Iter | ast.Star | ast.NotEvent):
+        return dataclasses.replace(p, pattern=without_self_references(p.pattern))
+    return dataclasses.replace(
+        p, left=without_self_references(p.left), right=without_self_references(p.right)
+    )
+
+
+def _plain_filter(cond: ast.FilterExpr) -> ast.FilterExpr:
+    if isinstance(cond, ast.FilterAtom):
+        return dataclasses.replace(cond, pred=_plain(cond.pred, cond.var))
+    return dataclasses.replace(cond, left=_plain_filter(cond.left), right=_plain_filter(cond.right))
+
+
+def unsupported_with_conditions(p: ast.Pattern) -> ast.Pattern | None:
+    """The first operator the register engine does not evaluate (AND, ALL, UNLESS; NOT of a condition)."""
+    if isinstance(p, ast.And | ast.All | ast.Unless):
+        return p
+    if isinstance(p, ast.NotEvent):
+        return p if has_conditions(p.pattern) else None
+    if isinstance(p, ast.EventType):
+        return None
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star):
+        return unsupported_with_conditions(p.pattern)
+    return unsupported_with_conditions(p.left) or unsupported_with_conditions(p.right)

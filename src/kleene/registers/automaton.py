@@ -1,0 +1,577 @@
+"""CEQL with conditions between events -> a symbolic register transducer (SRT).
+
+The construction of the SRT papers (TR §4, Fig 11; RMA Algorithms 3-4), on
+CEQL patterns:
+
+1. **Nullable parts are expanded away** first, so that no fragment accepts the
+   empty string: ``φ1 ; φ2`` with a nullable side becomes the OR of the
+   sequence and the other side, exactly the oracle's ``ψ ; ε = ψ`` rule, and
+   ``φ*`` becomes ``φ+`` there.  (Thompson's ε-edges would otherwise let a
+   gap be followed by an *empty* right side, i.e. accept a gap that the
+   valuation semantics does not allow.)
+2. **Thompson construction** with one start and one final state per
+   fragment: ``R`` is one transition binding the variable ``R``; ``AS x``
+   adds ``x`` to the variables of the fragment's transitions; ``;`` links
+   the two fragments through a *gap state* with a TRUE self-loop that binds
+   nothing (CEQL's skip-till-any-match, the SRT's ``(⊤↑⊗)*``), ``:`` links
+   them directly (strict contiguity); ``OR`` and ``+``/``:+`` are Thompson's
+   union and iteration (iterations separated by a gap state unless ``:+``).
+3. **Registers, one per variable** that some condition reads (RMA's
+   ``CreateNewRs``): every transition that binds ``a`` writes ``a``'s
+   register.  A FILTER atom ``x[P]`` conjoins P's *unary* conjuncts into one
+   atomic predicate (a bit evaluated vectorized by
+   :class:`~kleene.automata.predicates.PredicateTable`, the prefilter) and
+   its *n-ary* conjuncts into a guard (:mod:`kleene.registers.guards`), on
+   every transition of the fragment that binds ``x``.  The checker made sure
+   every register a guard reads was written before on every path (a
+   variable bound to one event, before ``x``).
+4. ``prev(x)`` gets a register of its own per FILTER: written by the
+   fragment's ``x`` transitions, **cleared on entering the fragment** (a
+   fresh start state with an ε-edge that empties it), and read by the guard
+   before the write (SRT Def 23).  A conjunct reading an empty ``prev``
+   register holds: the first event of ``x`` has no predecessor.
+5. **ε-elimination per state** (the spec's recommended variant of Alg 2):
+   each state gets the consuming transitions of its ε-closure, with the
+   registers cleared along the ε-path; a state is final when its closure
+   holds the final state.  Every transition keeps its own write set.
+
+A run accepts when a transition that binds a variable enters a final state
+(SRT Def 24: the last transition is marked).  Outputs (•) are the
+transitions whose variables meet the projection.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kleene.automata.compile import NOT_LABEL
+from kleene.automata.predicates import structural_key
+from kleene.language import ast
+from kleene.language.conditions import atoms, conjuncts, reads_others, reads_prev, var_attrs
+from kleene.registers.guards import Guard, compile_guard
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """An n-ary conjunct of ``target[...]``; ``vacuous_when_empty``: it reads prev(target)."""
+
+    pred: ast.Pred
+    target: str
+    vacuous_when_empty: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RTransition:
+    """``source --mask, guards / clears, writes, •?--> target`` of the ε-free SRT."""
+
+    source: int
+    mask: int
+    """Unary bits (event type, unary predicates) the event must have."""
+    neg: int
+    """Bits the event must not have (``NOT(...)``); 0 for every other transition."""
+    guards: tuple[Guard, ...]
+    """n-ary conditions, evaluated after ``clears`` and before ``writes``."""
+    conditions: tuple[Condition, ...]
+    """The same conditions as ASTs (for the vectorized pair join, kleene.registers.pairs)."""
+    variables: frozenset[str]
+    """The variables the event is bound to; empty for a gap (skip) transition."""
+    marked: bool
+    """Whether the event is output (its variables meet the projection)."""
+    clears: tuple[int, ...]
+    writes: tuple[int, ...]
+    target: int
+
+
+@dataclass(frozen=True)
+class SRT:
+    """An ε-free symbolic register transducer, ready for :mod:`kleene.registers.runtime`."""
+
+    num_states: int
+    initial: int
+    finals: frozenset[int]
+    labelled: tuple[tuple[RTransition, ...], ...]
+    """Per state: transitions that bind a variable."""
+    gaps: tuple[tuple[RTransition, ...], ...]
+    """Per state: gap transitions (TRUE, bind nothing) that change the state."""
+    stationary: tuple[bool, ...]
+    """Per state: a run there is unchanged by an event no labelled transition takes."""
+    dead: tuple[bool, ...]
+    """Per state: no transition leaves it, so a run there only ever reports (and is not kept)."""
+    num_registers: int
+    event_types: tuple[str, ...]
+    preds: tuple[ast.Pred, ...]
+    """Unary atomic predicates, bit ``len(event_types) + k`` (the prefilter)."""
+    attributes: tuple[str, ...]
+    """Attributes the guards read: the layout of event tuples."""
+    register_names: tuple[str, ...]
+    streams: tuple[str, ...]
+    """Stream bits, after the predicates' (as in :class:`kleene.automata.compile.Atoms`)."""
+    variable_registers: dict[str, int]
+    """The register of each variable a condition reads as ``var.attr``."""
+
+    @property
+    def relevant_masks(self) -> tuple[int, ...]:
+        """The masks of labelled transitions: an event matching none changes no run's registers."""
+        return tuple(sorted({t.mask for ts in self.labelled for t in ts}))
+
+    @property
+    def contiguous(self) -> bool:
+        """Can a run die on an event that no labelled transition takes (``:``, ``:+``)?"""
+        reachable = {t.target for ts in self.labelled for t in ts}
+        return not all(self.stationary[q] for q in reachable)
+
+
+# ---------------------------------------------------------------- rewriting
+
+
+def nullable(p: ast.Pattern) -> bool:
+    if isinstance(p, ast.Star):
+        return True
+    if isinstance(p, ast.Seq):
+        return nullable(p.left) and nullable(p.right)
+    if isinstance(p, ast.Or):
+        return nullable(p.left) or nullable(p.right)
+    if isinstance(p, ast.Iter):
+        return nullable(p.pattern)
+    return False
+
+
+def without_empty(p: ast.Pattern) -> ast.Pattern:
+    """An equivalent pattern whose fragments never match the empty string."""
+    if isinstance(p, ast.EventType | ast.NotEvent):
+        return p
+    if isinstance(p, ast.Star):
+        return ast.Iter(without_empty(p.pattern), False, p.span)
+    if isinstance(p, ast.Iter | ast.As | ast.Filter):
+        return dataclasses.replace(p, pattern=without_empty(p.pattern))
+    if isinstance(p, ast.Or):
+        return ast.Or(without_empty(p.left), without_empty(p.right), p.span)
+    if isinstance(p, ast.Seq):
+        left, right = without_empty(p.left), without_empty(p.right)
+        out: ast.Pattern = ast.Seq(left, right, p.contiguous, p.span)
+        if nullable(p.right):
+            out = ast.Or(out, left, p.span)
+        if nullable(p.left):
+            out = ast.Or(out, right, p.span)
+        return out
+    raise TypeError(f"the register engine does not evaluate {type(p).__name__}")
+
+
+def _normalize(node: Any, target: str) -> Any:
+    """``x.attr`` inside ``x[...]`` is just ``attr`` (a predicate or expression)."""
+    if isinstance(node, ast.VarAttr) and node.var == target and not node.prev:
+        return ast.Attr(node.name, node.span)
+    changes = {}
+    for name in ("left", "right", "operand", "low", "high"):
+        child = getattr(node, name, None)
+        if child is not None:
+            changes[name] = _normalize(child, target)
+    return dataclasses.replace(node, **changes) if changes else node
+
+
+def _and(preds: list[ast.Pred]) -> ast.Pred:
+    out = preds[0]
+    for p in preds[1:]:
+        out = ast.PAnd(out, p)
+    return out
+
+
+# ----------------------------------------------------------------- building
+
+
+@dataclass
+class _Cons:
+    source: int
+    mask: int
+    variables: set[str]
+    target: int
+    neg: int = 0
+    guards: list[Guard] = field(default_factory=list)
+    conditions: list[Condition] = field(default_factory=list)
+    writes: set[int] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class _Frag:
+    start: int
+    final: int
+    cons: tuple[_Cons, ...]
+
+
+class _Builder:
+    def __init__(
+        self,
+        projection: frozenset[str] | None,
+        streams: list[str] | None = None,
+        stream_base: int = 0,
+    ) -> None:
+        self.projection = projection
+        self.streams = streams or []
+        """Stream bits (``S>E`` with a stream column), numbered after the predicates."""
+        self.stream_base = stream_base
+        self.states = 0
+        self.eps: list[tuple[int, frozenset[int], int]] = []
+        self.cons: list[_Cons] = []
+        self.event_types: list[str] = []
+        self.preds: list[ast.Pred] = []
+        self.pred_keys: list[object] = []
+        self.registers: list[str] = []
+        self.var_register: dict[str, int] = {}
+        self.attributes: list[str] = []
+        # Guards are compiled once the register numbering is final.
+        self.pending: list[tuple[_Cons, ast.Pred, str, dict[tuple[str, bool], int], int | None]] = []
+
+    def state(self) -> int:
+        self.states += 1
+        return self.states - 1
+
+    def edge(self, a: int, b: int, clears: frozenset[int] = frozenset()) -> None:
+        self.eps.append((a, clears, b))
+
+    def gap_state(self) -> int:
+        g = self.state()
+        self.cons.append(_Cons(g, 0, set(), g))
+        return g
+
+    def bit(self, pred: ast.Pred) -> int:
+        key = structural_key(pred)
+        if key not in self.pred_keys:
+            self.pred_keys.append(key)
+            self.preds.append(pred)
+        return 1 << (len(self.event_types) + self.pred_keys.index(key))
+
+    def register(self, name: str) -> int:
+        self.registers.append(name)
+        return len(self.registers) - 1
+
+    def attribute(self, name: str) -> None:
+        if name not in self.attributes:
+            self.attributes.append(name)
+
+    # ------------------------------------------------------------- patterns
+    def build(self, p: ast.Pattern) -> _Frag:
+        method: Callable[[ast.Pattern], _Frag] = getattr(self, "_" + type(p).__name__)
+        return method(p)
+
+    def _EventType(self, p: ast.EventType) -> _Frag:  # noqa: N802 (dispatch on class name)
+        if p.name not in self.event_types:
+            if self.preds:
+                raise AssertionError("event types are numbered before predicates")
+            self.event_types.append(p.name)
+        s, f = self.state(), self.state()
+        mask = 1 << self.event_types.index(p.name)
+        if p.stream is not None and p.stream in self.streams:
+            mask |= 1 << (self.stream_base + self.streams.index(p.stream))
+        t = _Cons(s, mask, {p.name}, f)
+        self.cons.append(t)
+        return _Frag(s, f, (t,))
+
+    def _As(self, p: ast.As) -> _Frag:  # noqa: N802
+        frag = self.build(p.pattern)
+        for t in frag.cons:
+            if t.variables:
+                t.variables.add(p.var)
+        return frag
+
+    def _Filter(self, p: ast.Filter) -> _Frag:  # noqa: N802
+        cond = p.condition
+        if isinstance(cond, ast.FilterAnd):
+            return self.build(ast.Filter(ast.Filter(p.pattern, cond.left), cond.right))
+        if isinstance(cond, ast.FilterOr):
+            return self.build(
+                ast.Or(ast.Filter(p.pattern, cond.left), ast.Filter(p.pattern, cond.right))
+            )
+        frag = self.build(p.pattern)
+        x = cond.var
+        parts: list[ast.Pred] = [_normalize(c, x) for c in conjuncts(cond.pred)]
+        unary = [c for c in parts if not reads_others(c, x)]
+        nary = [c for c in parts if reads_others(c, x)]
+        mask = self.bit(_and(unary)) if unary else 0
+        prev_reg: int | None = None
+        if any(reads_prev(c) for c in nary):
+            prev_reg = self.register(f"prev({x})")
+        mine = [t for t in frag.cons if x in t.variables]
+        for t in mine:
+            t.mask |= mask
+            if prev_reg is not None:
+                t.writes.add(prev_reg)
+        slots: dict[tuple[str, bool], int] = {}
+        for c in nary:
+            for ref in var_attrs(c):
+                self.attribute(ref.name)
+                if ref.prev:
+                    assert prev_reg is not None
+                    slots[(x, True)] = prev_reg
+                elif ref.var not in self.var_register:
+                    self.var_register[ref.var] = self.register(ref.var)
+            for e in _attrs_of(c):
+                self.attribute(e)
+        for c in nary:
+            vacuous = prev_reg if reads_prev(c) else None
+            for t in mine:
+                self.pending.append((t, c, x, slots, vacuous))
+        if prev_reg is None:
+            return frag
+        entry = self.state()
+        self.edge(entry, frag.start, frozenset({prev_reg}))
+        return _Frag(entry, frag.final, frag.cons)
+
+    def _NotEvent(self, p: ast.NotEvent) -> _Frag:  # noqa: N802
+        """``NOT(ψ)``: one event on which the single-event pattern ψ does not hold.
+
+        As in :mod:`kleene.automata.compile`: ψ's alternatives are conjunctions
+        of bits ``c1 ∨ c2 ∨ ...``; the negation ``¬c1 ∧ ¬c2 ∧ ...`` becomes
+        alternatives that each forbid one bit of every ``ci``.  The event is
+        part of the match but bound to no variable.
+        """
+        inner = self.build(p.pattern)  # its transitions stay unreachable
+        choices: set[int] = {0}
+        for t in inner.cons:
+            bits = [1 << i for i in range(t.mask.bit_length()) if t.mask >> i & 1]
+            choices = {c | b for c in choices for b in bits}
+        s, f = self.state(), self.state()
+        out = []
+        for neg in sorted(choices):
+            t = _Cons(s, 0, {NOT_LABEL}, f, neg)
+            self.cons.append(t)
+            out.append(t)
+        return _Frag(s, f, tuple(out))
+
+    def _Or(self, p: ast.Or) -> _Frag:  # noqa: N802
+        a, b = self.build(p.left), self.build(p.right)
+        s, f = self.state(), self.state()
+        self.edge(s, a.start)
+        self.edge(s, b.start)
+        self.edge(a.final, f)
+        self.edge(b.final, f)
+        return _Frag(s, f, a.cons + b.cons)
+
+    def _Seq(self, p: ast.Seq) -> _Frag:  # noqa: N802
+        a, b = self.build(p.left), self.build(p.right)
+        if p.contiguous:
+            self.edge(a.final, b.start)
+            return _Frag(a.start, b.final, a.cons + b.cons)
+        g = self.gap_state()
+        self.edge(a.final, g)
+        self.edge(g, b.start)
+        return _Frag(a.start, b.final, a.cons + b.cons)
+
+    def _Iter(self, p: ast.Iter) -> _Frag:  # noqa: N802
+        body = self.build(p.pattern)
+        s, f = self.state(), self.state()
+        self.edge(s, body.start)
+        self.edge(body.final, f)
+        if p.contiguous:
+            self.edge(body.final, body.start)
+        else:
+            g = self.gap_state()
+            self.edge(body.final, g)
+            self.edge(g, body.start)
+        return _Frag(s, f, body.cons)
+
+    # ------------------------------------------------------------ finishing
+    def finish(self, frag: _Frag) -> SRT:
+        attr_index = {a: k for k, a in enumerate(self.attributes)}
+        for t in self.cons:
+            t.writes |= {self.var_register[v] for v in t.variables if v in self.var_register}
+        for t, pred, x, slots, vacuous in self.pending:
+            full = dict(slots)
+            full.update({(v, False): r for v, r in self.var_register.items()})
+            guard = compile_guard(pred, x, full, attr_index)
+            if vacuous is not None:
+                guard = _unless_empty(guard, vacuous)
+            t.guards.append(guard)
+            t.conditions.append(Condition(pred, x, vacuous is not None))
+        return self.eliminate(frag)
+
+    def eliminate(self, frag: _Frag) -> SRT:
+        """Per-state ε-elimination, over reachable states, renumbered from 0."""
+        eps_out: dict[int, list[tuple[frozenset[int], int]]] = {}
+        for a, clears, b in self.eps:
+            eps_out.setdefault(a, []).append((clears, b))
+        cons_out: dict[int, list[_Cons]] = {}
+        for t in self.cons:
+            cons_out.setdefault(t.source, []).append(t)
+
+        def closure(q: int) -> set[tuple[int, frozenset[int]]]:
+            seen: set[tuple[int, frozenset[int]]] = {(q, frozenset())}
+            todo = deque(seen)
+            while todo:
+                state, clears = todo.popleft()
+                for more, nxt in eps_out.get(state, ()):
+                    item = (nxt, clears | more)
+                    if item not in seen:
+                        seen.add(item)
+                        todo.append(item)
+            return seen
+
+        number: dict[int, int] = {frag.start: 0}
+        order = [frag.start]
+        labelled: list[list[RTransition]] = []
+        gaps: list[list[RTransition]] = []
+        self_gap: list[bool] = []
+        finals: set[int] = set()
+        k = 0
+        while k < len(order):
+            q = order[k]
+            k += 1
+            close = closure(q)
+            if any(state == frag.final for state, _ in close):
+                finals.add(number[q])
+            here: list[RTransition] = []
+            skip: list[RTransition] = []
+            loops = False
+            seen: set[tuple[int, tuple[int, ...]]] = set()
+            for state, clears in sorted(close, key=lambda sc: (sc[0], sorted(sc[1]))):
+                for t in cons_out.get(state, ()):
+                    if not t.variables and t.target == state and state == q and not clears:
+                        loops = True
+                        continue
+                    if t.target not in number:
+                        number[t.target] = len(order)
+                        order.append(t.target)
+                    marked = bool(t.variables) and (
+                        self.projection is None or bool(t.variables & self.projection)
+                    )
+                    new = RTransition(
+                        number[q], t.mask, t.neg, tuple(t.guards), tuple(t.conditions),
+                        frozenset(t.variables), marked,
+                        tuple(sorted(clears)), tuple(sorted(t.writes)), number[t.target],
+                    )
+                    key = (id(t), new.clears)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    (here if t.variables else skip).append(new)
+            labelled.append(here)
+            gaps.append(skip)
+            self_gap.append(loops)
+        n = len(order)
+        dead = [not (labelled[q] or gaps[q] or self_gap[q]) for q in range(n)]
+        stationary = [
+            dead[q] or self_gap[q] or _equivalent_to_gap(q, labelled, gaps, self_gap)
+            for q in range(n)
+        ]
+        return SRT(
+            num_states=n,
+            initial=0,
+            finals=frozenset(finals),
+            labelled=tuple(tuple(ts) for ts in labelled),
+            gaps=tuple(() if stationary[q] else tuple(gaps[q]) for q in range(n)),
+            stationary=tuple(stationary),
+            dead=tuple(dead),
+            num_registers=len(self.registers),
+            event_types=tuple(self.event_types),
+            preds=tuple(self.preds),
+            attributes=tuple(self.attributes),
+            register_names=tuple(self.registers),
+            streams=tuple(self.streams),
+            variable_registers=dict(self.var_register),
+        )
+
+
+def _equivalent_to_gap(
+    q: int,
+    labelled: list[list[RTransition]],
+    gaps: list[list[RTransition]],
+    self_gap: list[bool],
+) -> bool:
+    """Is a run at ``q`` the same as the runs at the gap states it moves to on a skip?
+
+    After ``A ; B`` reads A, the run is at A's final state, whose closure holds
+    the gap state ``g`` before B: on an event B does not take it moves to
+    ``g``, which offers exactly the same transitions.  In general, when the
+    gap states ``q`` moves to (each with its TRUE self-loop) together offer
+    exactly ``q``'s labelled transitions, the run at ``q`` can stay where it
+    is instead: the successors it can make, now and after any further skips,
+    are the same (runs and outputs are sets).  Treating ``q`` as stationary
+    lets the runtime skip the events no labelled transition takes.
+    """
+    if not gaps[q] or any(t.clears for t in gaps[q]):
+        return False
+    targets = {t.target for t in gaps[q]}
+    if not all(self_gap[g] and not gaps[g] for g in targets):
+        return False
+
+    def shape(ts: list[RTransition]) -> set[tuple[object, ...]]:
+        return {(t.mask, t.neg, t.guards, t.variables, t.clears, t.writes, t.target) for t in ts}
+
+    offered: set[tuple[object, ...]] = set()
+    for g in targets:
+        offered |= shape(labelled[g])
+    return shape(labelled[q]) == offered
+
+
+def _unless_empty(guard: Guard, slot: int) -> Guard:
+    """A conjunct over ``prev(x)``: holds when there is no previous event of ``x``."""
+
+    def vacuous(ev: tuple[Any, ...], regs: Sequence[tuple[Any, ...] | None]) -> bool:
+        return regs[slot] is None or guard(ev, regs)
+
+    return vacuous
+
+
+def _attrs_of(node: ast.Pred | ast.Expr) -> list[str]:
+    if isinstance(node, ast.Attr):
+        return [node.name]
+    out: list[str] = []
+    for name in ("left", "right", "operand", "low", "high"):
+        child = getattr(node, name, None)
+        if child is not None:
+            out += _attrs_of(child)
+    return out
+
+
+def _collect_types(p: ast.Pattern, out: list[str]) -> None:
+    if isinstance(p, ast.EventType):
+        if p.name not in out:
+            out.append(p.name)
+        return
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+        _collect_types(p.pattern, out)
+    else:
+        _collect_types(p.left, out)
+        _collect_types(p.right, out)
+
+
+def _collect_streams(p: ast.Pattern, out: list[str]) -> None:
+    if isinstance(p, ast.EventType):
+        if p.stream is not None and p.stream not in out:
+            out.append(p.stream)
+        return
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+        _collect_streams(p.pattern, out)
+    else:
+        _collect_streams(p.left, out)
+        _collect_streams(p.right, out)
+
+
+def compile_srt(
+    pattern: ast.Pattern, projection: frozenset[str] | None, *, with_streams: bool = False
+) -> SRT:
+    """The ε-free SRT of a CEQL pattern (see the module docstring).
+
+    ``with_streams``: the input says which stream each event comes from, so
+    ``S>E`` also tests a stream bit (numbered after the predicates, whose
+    number a first pass finds).
+    """
+    expanded = without_empty(pattern)
+    streams: list[str] = []
+    base = 0
+    if with_streams:
+        _collect_streams(pattern, streams)
+    if streams:
+        counting = _Builder(projection)
+        _collect_types(pattern, counting.event_types)
+        counting.build(expanded)
+        base = len(counting.event_types) + len(counting.preds)
+    builder = _Builder(projection, streams, base)
+    _collect_types(pattern, builder.event_types)  # type bits first, as in Atoms
+    return builder.finish(builder.build(expanded))
+
+
+__all__ = ["SRT", "Condition", "RTransition", "atoms", "compile_srt"]

@@ -1,0 +1,273 @@
+"""Running an SRT over batches of events: runs with registers (SRT TR Algorithm 1).
+
+A *run* is ``(state, registers, start, start time, marked positions)``, a
+hashable tuple: registers hold whole events (tuples of the attributes the
+guards read), marked positions are the output so far.  For each event every
+live run of the event's partition tries its labelled transitions (unary mask
+on the event's predicate bits first, then the n-ary guards on the registers
+as they are after the transition's clears, then the register writes); a run
+at a *stationary* state also stays where it is (the TRUE self-loop of a gap,
+``;``), one at another state follows its gap transitions or dies (``:``).  A
+fresh run starts at every event from the initial state.  A labelled
+transition into a final state reports ``(start, now, marked)``; the run goes
+on (a final state may have successors: SRT spec test T12).
+
+**Sharing and skipping.**
+
+* The unary parts of every FILTER are one bit each in the vectorized
+  predicate table (:class:`~kleene.automata.predicates.PredicateTable`), so
+  an event that no labelled transition's mask accepts is *irrelevant*: it
+  changes no run at a stationary state.  Unless the pattern has contiguous
+  parts (``:``, ``:+``, STRICT), only the relevant events of a batch (found
+  with one vectorized pass) are visited at all.
+* Runs are a set: two runs with the same state, registers, start and output
+  behave identically forever, so they are merged (this is where runs
+  created by different paths share their future work).
+* Windows: a run that started before ``tau = time - window`` can produce no
+  admissible match and is dropped, so with ``WITHIN`` the live runs are
+  those that started inside the window.
+
+**Cost per event** (of a visited event, in its partition): ``O(R · d · g)``
+where ``R`` is the number of live runs (started inside the window, distinct),
+``d`` the number of transitions out of a run's state and ``g`` the cost of its
+guards; plus ``O(k)`` per complex event of ``k`` positions reported.  ``R``
+is at most the number of partial matches inside the window: linear in the
+window for sequences of single events, and (skip-till-any-match with
+iteration) exponential in the window in the worst case, as the SRT papers
+state (TR §6); deduplication is what keeps iterations such as
+``E+ as p FILTER p[price > prev(p).price]`` polynomial in practice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from kleene.registers.automaton import SRT
+from kleene.registers.pairs import pair_plan, run_pairs
+from kleene.runtime.enumeration import Found
+
+NO_BOUND = -(1 << 62)
+UNLIMITED = 1 << 62
+SWEEP_STEPS = 8192
+"""Visited events between two sweeps for runs that left the window (at least)."""
+
+Run = tuple[int, tuple[Any, ...], int, Any, tuple[int, ...]]
+"""``(state, registers, start position, start time, marked positions)``."""
+
+
+def _next_less(a: frozenset[int], b: frozenset[int]) -> bool:
+    """``a <_next b``: at the first position where they differ, ``b`` has it (CEL thesis §4)."""
+    return a != b and min(a ^ b) in b
+
+
+def _last_less(a: frozenset[int], b: frozenset[int]) -> bool:
+    return a != b and max(a ^ b) in b
+
+
+def select(strategy: str, matches: list[tuple[int, tuple[int, ...]]]) -> list[tuple[int, tuple[int, ...]]]:
+    """The matches (of one end, one partition) that NEXT, LAST or MAX keep."""
+    if strategy == "MAX":
+        sets = [frozenset(m) for _, m in matches]
+        return [m for m, s in zip(matches, sets, strict=True) if not any(s < o for o in sets)]
+    less = _next_less if strategy == "NEXT" else _last_less
+    best = matches[0]
+    for m in matches[1:]:
+        if less(frozenset(best[1]), frozenset(m[1])):
+            best = m
+    return [best]
+
+
+class RegisterEngine:
+    """The evaluation state of one query with conditions between events (all partitions)."""
+
+    def __init__(
+        self,
+        srt: SRT,
+        *,
+        window: int | float | None,
+        partitioned: bool,
+        consume: str,
+        limit: int | None,
+        strategy: str,
+        type_column: str = "type",
+    ) -> None:
+        self.srt = srt
+        self.window = window
+        self.partitioned = partitioned
+        self.consume = consume
+        self.limit = limit if limit is not None else UNLIMITED
+        self.strategy = strategy
+        self.strict = strategy == "STRICT"
+        self.visit_all = self.strict or srt.contiguous
+        self.runs: dict[Hashable, dict[Run, None]] = {}
+        self.tau: int | float = NO_BOUND
+        self._sweep_at = SWEEP_STEPS
+        self.steps = 0
+        """How many events were visited (the others could change no run)."""
+        self._masks = np.array(srt.relevant_masks, dtype=np.uint64)
+        self._empty: tuple[Any, ...] = (None,) * srt.num_registers
+        self.pairs = pair_plan(
+            srt, window=window, partitioned=partitioned, consume=consume, limit=limit,
+            strategy=strategy, type_column=type_column,
+        )
+        """The vectorized pair join (kleene.registers.pairs), when the query allows it."""
+
+    def relevant(self, bits: np.ndarray) -> np.ndarray:
+        """Which events some labelled transition accepts (vectorized)."""
+        out = np.zeros(len(bits), dtype=bool)
+        for m in self._masks:
+            out |= (bits & m) == m
+        return out
+
+    def run_batch(
+        self,
+        batch: pa.RecordBatch,
+        bits: np.ndarray,
+        positions: np.ndarray,
+        times: np.ndarray | None,
+        key_columns: Sequence[Sequence[Hashable]] | None,
+        out: list[Found],
+    ) -> None:
+        """Process one batch (rows in stream order), appending its complex events to ``out``.
+
+        ``positions`` and ``times`` (None: positions serve as times) are
+        int64/float arrays; ``key_columns`` the PARTITION BY values.
+        """
+        n = len(positions)
+        if n == 0:
+            return
+        if self.pairs is not None:
+            assert self.window is not None
+            stamps = positions if times is None else times
+            run_pairs(self.pairs, batch, bits, positions, stamps, self.window, out)
+            self.steps += n
+            self.tau = stamps[-1] - self.window
+            return
+        visit = range(n) if self.visit_all else np.flatnonzero(self.relevant(bits)).tolist()
+        bit_list: list[int] = bits.tolist()
+        names = batch.schema.names
+        columns = [
+            batch.column(a).to_pylist() if a in names else [None] * n for a in self.srt.attributes
+        ]
+        pos_list: list[int] = positions.tolist()
+        time_of = pos_list if times is None else times.tolist()
+        positions = pos_list  # type: ignore[assignment]
+        window = self.window
+        for i in visit:
+            key: Hashable = None
+            if key_columns is not None:
+                key = tuple(col[i] for col in key_columns)
+                if None in key:
+                    continue
+            time = time_of[i]
+            tau = NO_BOUND if window is None else time - window
+            self.tau = tau
+            self.steps += 1
+            found = self._step(key, positions[i], time, bit_list[i], columns, i, tau)
+            if found:
+                self._emit(found, positions[i], key, out)
+            if self.steps >= self._sweep_at:
+                self._evict_expired(tau)
+
+    def _evict_expired(self, tau: Any) -> None:
+        """Drop the runs that left the window in partitions no recent event visited.
+
+        A partition's runs are only pruned when one of its events is visited;
+        without this sweep, keys seen once would keep their runs forever.
+        Amortized: the next sweep waits for as many steps as runs remain.
+        """
+        live = 0
+        for key in list(self.runs):
+            kept = {run: None for run in self.runs[key] if run[3] >= tau}
+            if kept:
+                self.runs[key] = kept
+                live += len(kept)
+            else:
+                del self.runs[key]
+        self._sweep_at = self.steps + max(SWEEP_STEPS, live)
+
+    def _step(
+        self,
+        key: Hashable,
+        pos: int,
+        time: Any,
+        bits: int,
+        columns: Sequence[Sequence[Any]],
+        row: int,
+        tau: Any,
+    ) -> list[tuple[int, tuple[int, ...]]]:
+        srt = self.srt
+        labelled, gaps, stationary, finals = srt.labelled, srt.gaps, srt.stationary, srt.finals
+        dead = srt.dead
+        strict = self.strict
+        old = self.runs.get(key)
+        new: dict[Run, None] = {}
+        found: list[tuple[int, tuple[int, ...]]] = []
+        event: tuple[Any, ...] | None = None
+
+        def fire(t: Any, regs: tuple[Any, ...], start: int, stime: Any, marked: tuple[int, ...]) -> None:
+            nonlocal event
+            if t.clears:
+                cleared = list(regs)
+                for r in t.clears:
+                    cleared[r] = None
+                regs = tuple(cleared)
+            if t.guards or t.writes:
+                if event is None:
+                    event = tuple(col[row] for col in columns)
+                for g in t.guards:
+                    if not g(event, regs):
+                        return
+                if t.writes:
+                    written = list(regs)
+                    for r in t.writes:
+                        written[r] = event
+                    regs = tuple(written)
+            if t.marked:
+                marked = (*marked, pos)
+            if not dead[t.target]:
+                new[(t.target, regs, start, stime, marked)] = None
+            if t.target in finals:
+                found.append((start, marked))
+
+        if old:
+            for run in old:
+                state, regs, start, stime, marked = run
+                if stime < tau:
+                    continue
+                if not strict:
+                    if stationary[state]:
+                        new[run] = None
+                    else:
+                        for g in gaps[state]:
+                            fire(g, regs, start, stime, marked)
+                for t in labelled[state]:
+                    if bits & t.mask == t.mask and not bits & t.neg:
+                        fire(t, regs, start, stime, marked)
+        for t in labelled[srt.initial]:
+            if bits & t.mask == t.mask and not bits & t.neg:
+                fire(t, self._empty, pos, time, ())
+        if new:
+            self.runs[key] = new
+        elif old is not None:
+            del self.runs[key]
+        return found
+
+    def _emit(
+        self, found: list[tuple[int, tuple[int, ...]]], end: int, key: Hashable, out: list[Found]
+    ) -> None:
+        unique = list(dict.fromkeys(found))
+        if self.strategy in ("NEXT", "LAST", "MAX"):
+            unique = select(self.strategy, unique)
+        unique = unique[: self.limit]
+        for start, marked in unique:
+            out.append((start, end, marked, key))
+        if unique and self.consume != "NONE":
+            if self.consume == "ANY":
+                self.runs.clear()
+            else:
+                self.runs.pop(key, None)

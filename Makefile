@@ -22,7 +22,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
-test: lint
+# The CORE venv is a prerequisite: tests/test_bench_core.py compares kleene with CORE.
+test: lint $(CORE_STAMP)
 	$(BIN)/pytest
 
 bench: $(STAMP)

@@ -27,9 +27,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import kleene  # noqa: E402
 from benchmarks import core_output, datasets, workloads  # noqa: E402
 from benchmarks.suite import Runner, compare, limit_of, read_dump  # noqa: E402
+
+import kleene  # noqa: E402
 from kleene.language.parser import parse_query  # noqa: E402
 from kleene.reference.oracle import evaluate  # noqa: E402
 

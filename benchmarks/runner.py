@@ -103,6 +103,7 @@ def run_core(query: str, path: Path, batch_size: int) -> tuple[int, int, float, 
 
     started = time.perf_counter()
     table = read_table(path)
+    read_done = time.perf_counter()
     decl, names, _ = core_declaration(table)
     server = pycer.PyOfflineServer()
     info = server.declare_stream(decl)
@@ -127,9 +128,11 @@ def run_core(query: str, path: Path, batch_size: int) -> tuple[int, int, float, 
         ]
         server.send_events(batch)
     del table
+    sent = time.perf_counter()
     text = server.get_output()
     count = count_lines(text)
     seconds = time.perf_counter() - started
+    _PHASES.update(read=read_done - started, build_and_send=sent - read_done, get_output=seconds - (sent - started))
     found = None
     if _DUMP:
         found = [(s, e, *p) for s, e, p in complex_events(text)]
@@ -138,6 +141,8 @@ def run_core(query: str, path: Path, batch_size: int) -> tuple[int, int, float, 
 
 
 _DUMP = False
+_PHASES: dict[str, float] = {}
+"""CORE's time split: reading the file, building and sending PyEvents, get_output()."""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -170,6 +175,7 @@ def main(argv: list[str] | None = None) -> None:
         "peak_mib": peak,
         "baseline_mib": baseline,
         "printed_duplicates": duplicates,
+        "phases": _PHASES,
     }
     sys.stdout.write("\n" + json.dumps(result) + "\n")
 

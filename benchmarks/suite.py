@@ -54,6 +54,7 @@ class EngineResult:
     peak_mib: list[float] = field(default_factory=list)
     events: int = 0
     distinct: int | None = None  # distinct complex events in the verification run
+    phases: list[dict[str, float]] = field(default_factory=list)  # CORE: read / build_and_send / get_output
     error: str | None = None
 
     @property
@@ -199,6 +200,8 @@ def measure(w: Workload, data: Path, runner: Runner, runs: int, protocol: str, v
             res.complex_events.append(int(out["complex_events"]))  # type: ignore[call-overload]
             res.peak_mib.append(float(out["peak_mib"]))  # type: ignore[arg-type]
             res.events = int(out["events"])  # type: ignore[call-overload]
+            if out.get("phases"):
+                res.phases.append(dict(out["phases"]))  # type: ignore[call-overload]
     for engine, res in results.items():
         if len(set(res.complex_events)) > 1:
             row.note += f"{engine} runs disagree among themselves {sorted(set(res.complex_events))}; "
@@ -237,11 +240,21 @@ def fmt_count(res: EngineResult) -> str:
     return "—" if res.count is None else f"{res.count:,}"
 
 
+def phase_split(res: EngineResult) -> str:
+    """CORE's median time split in percent: reading the file, building+sending PyEvents, the rest."""
+    if not res.phases:
+        return "—"
+    keys = ("read", "build_and_send", "get_output")
+    med = [statistics.median(p.get(k, 0.0) for p in res.phases) for k in keys]
+    total = sum(med) or 1.0
+    return " / ".join(f"{100 * m / total:.0f}%" for m in med)
+
+
 def markdown(rows: list[Row]) -> str:
     head = (
         "| workload | dataset | events | kleene ev/s | CORE ev/s | kleene/CORE | complex events kleene | "
-        "complex events CORE | agree | kleene peak MiB | CORE peak MiB |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|:-:|---:|---:|\n"
+        "complex events CORE | agree | kleene peak MiB | CORE peak MiB | CORE read / PyEvents / eval+output |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|:-:|---:|---:|---|\n"
     )
     lines = []
     for r in rows:
@@ -251,7 +264,7 @@ def markdown(rows: list[Row]) -> str:
         lines.append(
             f"| `{r.workload}` | {r.dataset} | {max(r.kleene.events, r.core.events):,} | {fmt_rate(r.kleene.throughput)} | "
             f"{fmt_rate(r.core.throughput)} | {ratio} | {fmt_count(r.kleene)} | {fmt_count(r.core)} | {agree} | "
-            f"{mem(r.kleene.memory)} | {mem(r.core.memory)} |"
+            f"{mem(r.kleene.memory)} | {mem(r.core.memory)} | {phase_split(r.core)} |"
         )
     notes = [f"- `{r.workload}`: {r.note.strip('; ')}" for r in rows if r.note]
     return head + "\n".join(lines) + ("\n\nNotes:\n" + "\n".join(notes) if notes else "") + "\n"

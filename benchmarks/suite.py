@@ -115,10 +115,10 @@ class Runner:
     def __init__(self, core_python: Path, cpu: int, scratch: Path, timeout: float) -> None:
         self.core_python = core_python
         self.cpu = cpu
-        self.scratch = scratch
+        self.scratch = scratch.resolve()  # children run with the scratch dir as cwd
         self.timeout = timeout
         self.core_prefix = private_network()
-        scratch.mkdir(parents=True, exist_ok=True)
+        self.scratch.mkdir(parents=True, exist_ok=True)
 
     def run(self, engine: str, query: str, data: Path, dump: Path | None = None) -> dict[str, object]:
         qfile = self.scratch / f"query.{engine}.ceql"
@@ -133,7 +133,7 @@ class Runner:
         proc = subprocess.run(cmd, cwd=self.scratch, env=env, capture_output=True, text=True, timeout=self.timeout)
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{") and '"engine"' in ln]
         if proc.returncode != 0 or not lines:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:]  # the exception
             raise RuntimeError(f"{engine} failed (exit {proc.returncode}): " + " | ".join(tail))
         return dict(json.loads(lines[-1]))
 

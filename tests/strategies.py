@@ -44,23 +44,35 @@ Stream = tuple[list[Event], list[int]]
 # ------------------------------------------------------------------- streams
 
 
-def events(max_size: int = 30, min_size: int = 0) -> st.SearchStrategy[list[Event]]:
-    event = st.fixed_dictionaries(
-        {
-            "type": st.sampled_from(TYPES),
-            "v": st.integers(0, 9),
-            "w": st.integers(0, 9),
-            "s": st.sampled_from(STRINGS),
-            "k": st.integers(0, 2),
-        }
-    )
-    return st.lists(event, min_size=min_size, max_size=max_size)
+STREAMS = ("S1", "S2", "S3")
+"""Stream names of multi-stream cases; events carry theirs under ``STREAM_KEY``."""
+STREAM_KEY = "stream"
+
+
+def events(
+    max_size: int = 30, min_size: int = 0, with_streams: bool = False
+) -> st.SearchStrategy[list[Event]]:
+    fields = {
+        "type": st.sampled_from(TYPES),
+        "v": st.integers(0, 9),
+        "w": st.integers(0, 9),
+        "s": st.sampled_from(STRINGS),
+        "k": st.integers(0, 2),
+    }
+    if with_streams:
+        fields[STREAM_KEY] = st.sampled_from(STREAMS)
+    return st.lists(st.fixed_dictionaries(fields), min_size=min_size, max_size=max_size)
 
 
 @st.composite
-def streams(draw: st.DrawFn, max_size: int = 30, min_size: int = 0) -> Stream:
-    """``(events, times)``; times are non-decreasing nanoseconds, whole seconds apart."""
-    evs = draw(events(max_size, min_size))
+def streams(
+    draw: st.DrawFn, max_size: int = 30, min_size: int = 0, with_streams: bool = False
+) -> Stream:
+    """``(events, times)``; times are non-decreasing nanoseconds, whole seconds apart.
+
+    ``with_streams``: each event also names its stream (one of :data:`STREAMS`).
+    """
+    evs = draw(events(max_size, min_size, with_streams))
     steps = draw(st.lists(st.integers(0, 3), min_size=len(evs), max_size=len(evs)))
     times, now = [], 0
     for step in steps:
@@ -167,9 +179,18 @@ def variables_of(pattern: ast.Pattern) -> frozenset[str]:
 
 
 @st.composite
-def not_events(draw: st.DrawFn) -> ast.NotEvent:
+def event_types(draw: st.DrawFn, qualifiers: tuple[str, ...] = ()) -> ast.EventType:
+    """``E``, or ``S>E`` with S one of ``qualifiers`` (streams the query reads)."""
+    name = draw(st.sampled_from(TYPES))
+    if qualifiers and draw(st.booleans()):
+        return ast.EventType(name, draw(st.sampled_from(qualifiers)))
+    return ast.EventType(name)
+
+
+@st.composite
+def not_events(draw: st.DrawFn, qualifiers: tuple[str, ...] = ()) -> ast.NotEvent:
     """``NOT(E)``, ``NOT(E FILTER E[P])`` or ``NOT(E AS v FILTER v[P])``: single events."""
-    event = ast.EventType(draw(st.sampled_from(TYPES)))
+    event = draw(event_types(qualifiers))
     kind = draw(st.sampled_from(("type", "filter", "as")))
     if kind == "type":
         return ast.NotEvent(event)
@@ -192,13 +213,18 @@ FULL_KINDS = (
 
 
 @st.composite
-def patterns(draw: st.DrawFn, depth: int = 4, full_cel: Language = False) -> ast.Pattern:
+def patterns(
+    draw: st.DrawFn, depth: int = 4, full_cel: Language = False, qualifiers: tuple[str, ...] = ()
+) -> ast.Pattern:
     """Random patterns; ``full_cel`` adds AND, ALL, UNLESS, NOT(...) and ``*``.
 
-    The default draws exactly what it always drew, so the core engine's
-    property tests (and their saved examples) are unaffected.
+    ``qualifiers``: stream names that event types may be qualified with
+    (``S>E``).  The default draws exactly what it always drew, so the core
+    engine's property tests (and their saved examples) are unaffected.
     """
     if depth == 0 or draw(st.integers(0, 3)) == 0:
+        if qualifiers:
+            return draw(event_types(qualifiers))
         return ast.EventType(draw(st.sampled_from(TYPES)))
     if isinstance(full_cel, frozenset):
         kind = draw(st.sampled_from(tuple(k for k in FULL_KINDS if k in BASE_KINDS or k in full_cel)))
@@ -209,23 +235,23 @@ def patterns(draw: st.DrawFn, depth: int = 4, full_cel: Language = False) -> ast
             st.sampled_from(("as", "filter", "seq", "seq", "contig", "or", "iter", "citer"))
         )
     if kind == "not":
-        return draw(not_events())
+        return draw(not_events(qualifiers))
     if kind == "and":
         # Two independent patterns rarely have a match in common; AND of a
         # pattern with a (re-filtered) copy of itself, or with a pattern of
         # the same shape, makes non-empty results likely.
-        left = draw(patterns(depth - 1, full_cel))
+        left = draw(patterns(depth - 1, full_cel, qualifiers))
         right = draw(
             st.one_of(
                 st.just(left),
                 _refiltered(left),
-                patterns(depth - 1, full_cel),
+                patterns(depth - 1, full_cel, qualifiers),
             )
         )
         return ast.And(left, right)
     if kind in ("seq", "contig", "or", "all", "unless"):
-        left = draw(patterns(depth - 1, full_cel))
-        right = draw(patterns(depth - 1, full_cel))
+        left = draw(patterns(depth - 1, full_cel, qualifiers))
+        right = draw(patterns(depth - 1, full_cel, qualifiers))
         if kind == "or":
             return ast.Or(left, right)
         if kind == "all":
@@ -233,7 +259,7 @@ def patterns(draw: st.DrawFn, depth: int = 4, full_cel: Language = False) -> ast
         if kind == "unless":
             return ast.Unless(left, right)
         return ast.Seq(left, right, kind == "contig")
-    inner = draw(patterns(depth - 1, full_cel))
+    inner = draw(patterns(depth - 1, full_cel, qualifiers))
     bound = tuple(sorted(variables_of(inner)))
     if kind == "as" or (kind == "filter" and not bound):
         return ast.As(inner, draw(st.sampled_from(VARIABLES)))
@@ -279,9 +305,23 @@ FULL_STRATEGIES: tuple[ast.Strategy, ...] = ("ALL", "ANY", "NEXT", "LAST", "MAX"
 
 
 @st.composite
-def queries(draw: st.DrawFn, max_depth: int = 4, full_cel: Language = False) -> ast.Query:
-    """Random well-formed queries; ``full_cel`` uses the whole CEL language and every strategy."""
-    where = draw(patterns(max_depth, full_cel))
+def queries(
+    draw: st.DrawFn, max_depth: int = 4, full_cel: Language = False, with_streams: bool = False
+) -> ast.Query:
+    """Random well-formed queries; ``full_cel`` uses the whole CEL language and every strategy.
+
+    ``with_streams``: the FROM clause lists some of :data:`STREAMS` (or is
+    absent: every stream), and event types may be qualified ``S>E`` by the
+    streams the query reads.
+    """
+    from_streams: tuple[str, ...] = ("S",)
+    qualifiers: tuple[str, ...] = ()
+    if with_streams:
+        from_streams = tuple(
+            sorted(draw(st.sets(st.sampled_from(STREAMS), min_size=0, max_size=len(STREAMS))))
+        )
+        qualifiers = from_streams or STREAMS
+    where = draw(patterns(max_depth, full_cel, qualifiers))
     bound = tuple(sorted(variables_of(where)))
     choice = draw(st.sampled_from(("*", "*", "none", "vars")))
     items: tuple[ast.SelectItem, ...] | None = None
@@ -307,12 +347,18 @@ def queries(draw: st.DrawFn, max_depth: int = 4, full_cel: Language = False) -> 
     )
     consume: ast.Consume = draw(st.sampled_from(("NONE", "NONE", "NONE", "ANY", "PARTITION")))
     limit = draw(st.one_of(st.none(), st.none(), st.integers(1, 5)))
-    return ast.Query(ast.Select(strategy, items), ("S",), where, partition, within, consume, limit)
+    return ast.Query(
+        ast.Select(strategy, items), from_streams, where, partition, within, consume, limit
+    )
 
 
 @st.composite
 def cases(
-    draw: st.DrawFn, max_size: int = 30, max_depth: int = 4, full_cel: Language = False
+    draw: st.DrawFn,
+    max_size: int = 30,
+    max_depth: int = 4,
+    full_cel: Language = False,
+    with_streams: bool = False,
 ) -> tuple[ast.Query, list[Event], list[int]]:
     """``(query, events, times)`` sized so that the oracle stays fast.
 
@@ -320,13 +366,15 @@ def cases(
     window bounds the work too, so windowed queries get longer streams.
     ``full_cel`` draws from the whole CEL language (see :func:`patterns`),
     where ALL counts as one more iteration (it multiplies match sets).
+    ``with_streams`` draws multi-stream cases (see :func:`queries`): events
+    name their stream under :data:`STREAM_KEY`.
     """
-    q = draw(queries(max_depth, full_cel))
+    q = draw(queries(max_depth, full_cel, with_streams))
     depth = iteration_depth(q.where)
     windowed = isinstance(q.within, ast.EventsWindow) and q.within.count <= 6
     sizes = (24, 16, 12, 10) if full_cel else (24, 16, 12)
     limit = max_size if depth == 0 or windowed else sizes[min(depth, len(sizes)) - 1]
     size = min(max_size, limit)
     n = draw(st.integers(size // 2, size))  # hypothesis alone favours tiny streams
-    evs, times = draw(streams(max_size=n, min_size=n))
+    evs, times = draw(streams(max_size=n, min_size=n, with_streams=with_streams))
     return q, evs, times

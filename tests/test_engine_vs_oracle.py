@@ -21,7 +21,7 @@ import kleene
 from kleene.language import ast
 from kleene.language.printer import to_ceql
 from kleene.reference.oracle import OracleBudgetExceeded, evaluate
-from strategies import cases
+from strategies import STREAM_KEY, cases
 
 Case = tuple[ast.Query, list[dict[str, Any]], list[int]]
 
@@ -30,8 +30,10 @@ def rows_of(events: list[dict[str, Any]], times: list[int]) -> list[dict[str, An
     return [dict(e, __t=t) for e, t in zip(events, times)]
 
 
-def compile_case(query: ast.Query) -> kleene.Query:
-    return kleene.compile(to_ceql(query), time_column="__t", time_unit="ns")
+def compile_case(query: ast.Query, stream_column: str | None = None) -> kleene.Query:
+    return kleene.compile(
+        to_ceql(query), time_column="__t", time_unit="ns", stream_column=stream_column
+    )
 
 
 SUPPORTED_CEL = frozenset(
@@ -40,16 +42,17 @@ SUPPORTED_CEL = frozenset(
 """The constructs beyond the core language that the engine evaluates so far."""
 
 
-def check_against_oracle(case: Case) -> None:
+def check_against_oracle(case: Case, stream_key: str | None = None) -> None:
     query, events, times = case
     if query.select.strategy in ("NEXT", "LAST", "MAX") and query.select.items is not None:
         # rejected as not supported yet (test_query_errors); run it as SELECT *
         query = replace(query, select=replace(query.select, items=None))
     try:
-        expected = evaluate(query, events, times=times, budget=200_000)
+        expected = evaluate(query, events, times=times, budget=200_000, stream_key=stream_key)
     except OracleBudgetExceeded:
         return  # rare: a case too large for brute force
-    got = [(m.start, m.end, m.positions) for m in compile_case(query).matches(rows_of(events, times))]
+    engine = compile_case(query, stream_key)
+    got = [(m.start, m.end, m.positions) for m in engine.matches(rows_of(events, times))]
     assert len(got) == len(set(got)), "a complex event was output twice"
     if query.limit is None:
         assert set(got) == expected
@@ -79,6 +82,17 @@ def test_engine_equals_oracle(case: Case) -> None:
 @given(cases(full_cel=SUPPORTED_CEL))
 def test_engine_equals_oracle_full_cel_so_far(case: Case) -> None:
     check_against_oracle(case)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(cases(full_cel=SUPPORTED_CEL, with_streams=True))
+def test_engine_equals_oracle_several_streams(case: Case) -> None:
+    """Events of three named streams; FROM lists some of them; atoms may be qualified ``S>E``."""
+    check_against_oracle(case, stream_key=STREAM_KEY)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

@@ -8,6 +8,7 @@ properties that any correct evaluator of the CORE semantics must satisfy.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -129,9 +130,25 @@ def test_select_reads_rebound_variable() -> None:
 
 
 def test_stream_qualified_event_type() -> None:
-    events = [{"type": "E", "__stream__": "S1"}, {"type": "E", "__stream__": "S2"}, {"type": "E"}]
-    q = query(ast.EventType("E", stream="S1"))
-    assert evaluate(q, events) == {(0, 0, (0,)), (2, 2, (2,))}
+    events = [{"type": "E", "st": "S1"}, {"type": "E", "st": "S2"}, {"type": "E"}]
+    q = replace(query(ast.EventType("E", stream="S1")), streams=("S1", "S2"))
+    # With streams: S1>E only on stream S1; an event without a stream is in none.
+    assert evaluate(q, events, stream_key="st") == {(0, 0, (0,))}
+    # Without stream information the input is one stream and S1>E is E.
+    assert evaluate(q, events) == {(0, 0, (0,)), (1, 1, (1,)), (2, 2, (2,))}
+
+
+def test_from_keeps_only_its_streams_with_global_positions() -> None:
+    """Events of other streams are not in the query's stream: `:` skips them, positions stay global."""
+    events = [
+        {"type": "A", "st": "S1"},
+        {"type": "B", "st": "S2"},
+        {"type": "B", "st": "S1"},
+    ]
+    q = replace(query(ast.Seq(et("A"), et("B"), contiguous=True)), streams=("S1",))
+    assert evaluate(q, events, stream_key="st") == {(0, 2, (0, 2))}
+    both = replace(q, streams=("S1", "S2"))
+    assert evaluate(both, events, stream_key="st") == {(0, 1, (0, 1))}
 
 
 def test_type_key() -> None:

@@ -115,6 +115,7 @@ def test_unexpected_end_points_at_the_end() -> None:
         ("SELECT FROM S WHERE A", "S W", "unexpected 'S', expected ',', '[', FROM or WHERE ('FROM' was read as a name here; is something missing before it?)"),
         ("CREATE STREAM S { EVENT A { x: float } } SELECT * WHERE A", "float", "unknown attribute type 'float'"),
         ("SELECT * FROM S WHERE A FILTER a[x > 1e999]", "1e999", "too large"),
+        ("SELECT * WHERE A; SELECT * WHERE B", "; SELECT", "';' does not separate queries (it is the sequence operator)"),
     ],
 )
 def test_syntax_errors(text: str, needle: str, message: str) -> None:
@@ -124,7 +125,7 @@ def test_syntax_errors(text: str, needle: str, message: str) -> None:
 
 def test_empty_query() -> None:
     err = syntax_error("  -- only a comment\n")
-    assert err.message == "unexpected end of query, expected CREATE or SELECT"
+    assert err.message == "unexpected end of query, expected CREATE, QUERY or SELECT"
     assert (err.line, err.column) == (1, 1)
 
 
@@ -151,6 +152,7 @@ def test_error_on_line_three_of_a_multi_line_query() -> None:
         ("SELECT * WHERE X>SELL", "X>SELL", "unknown stream 'X'"),
         ("SELECT * WHERE T>SELL", "T>SELL", "stream 'T' has no event type 'SELL'"),
         ("SELECT * FROM T WHERE SELL", "SELL", "event type 'SELL' is not in the streams of the FROM clause"),
+        ("SELECT * FROM S WHERE T>PING", "T>PING", "stream 'T' is not in the FROM clause (the query reads only S)"),
         ("SELECT * FROM S WHERE SELL as a FILTER a[prize > 1]", "prize", "unknown attribute 'prize': event type 'SELL' (bound to 'a')"),
         ("SELECT * FROM S WHERE SELL FILTER SELL[prize > 1]", "prize", "unknown attribute 'prize': event type 'SELL' has"),
         ("SELECT * FROM S WHERE (SELL OR BUY) as s FILTER s[flag = true]", "flag", "event type 'BUY' (bound to 's') has no such attribute"),
@@ -252,7 +254,7 @@ def test_mistakes_are_reported_before_unsupported_constructs() -> None:
 
 
 def test_inferred_schema_is_open_on_event_types() -> None:
-    accepted("SELECT * FROM Anything WHERE WHATEVER ; X>Y FILTER WHATEVER[price > 1]", ARROW)
+    accepted("SELECT * FROM Anything WHERE WHATEVER ; Anything>Y FILTER WHATEVER[price > 1]", ARROW)
     # an inferred string column may hold numbers written as text (CSV): its
     # values are checked row by row, so its kind is not fixed by the schema
     assert ARROW.attribute_kind("ANY_TYPE", "name") is None

@@ -219,3 +219,23 @@ def test_timestamp_time_column_matches_engine(spark: Any) -> None:
     table = pa.csv.read_csv(root / "stock.csv")
     expected = sorted((c.start, c.end, c.positions) for c in kleene.compile(query, time_column="time").run(table))
     assert got == expected and len(got) == 7
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # ranges plan: the window overlap counts every row (positions are global)
+        "SELECT * FROM S1, S2 WHERE S1>SELL as a; BUY as b FILTER a[price > 100] WITHIN 10 EVENTS",
+        # partitioned plan; S3's rows are not in the query's stream
+        "SELECT * FROM S1 WHERE SELL as a : BUY as b FILTER a[price > 100] PARTITION BY [name]",
+    ],
+)
+def test_stream_column_passes_through(spark: Any, events: pa.Table, query: str) -> None:
+    table = events.append_column(
+        "src", pa.array([("S1", "S2", "S3")[i % 3] for i in events.column("id").to_pylist()])
+    )
+    df = spark.createDataFrame(table.to_pandas())
+    expected = reference(query, table, time_column="ts", stream_column="src")
+    assert len(expected) > 10
+    assert expected != reference(query, table, time_column="ts")  # the streams matter
+    assert on_spark(df, query, time_column="ts", stream_column="src", ranges=4) == expected

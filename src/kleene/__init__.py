@@ -7,10 +7,18 @@ Quick start::
                        "FILTER a[price > 100] WITHIN 10 EVENTS")
     for ce in q.run(events):   # pyarrow Table, RecordBatches, DataFrame or dicts
         print(ce.start, ce.end, ce.positions)
+
+Several queries in one pass share the predicate evaluation::
+
+    qs = kleene.compile_many({"rise": "SELECT ...", "fall": "SELECT ..."})
+    for ce in qs.run(events):
+        print(ce.query, ce.start, ce.end)
 """
 
 from kleene.api import ComplexEvent, Match, Query, compile
+from kleene.io.merge import merge_streams
 from kleene.language.errors import DataError, KleeneError, QueryError, UnsupportedError
+from kleene.queryset import QueryMatch, QuerySet, compile_many
 
 __all__ = [
     "ComplexEvent",
@@ -19,6 +27,10 @@ __all__ = [
     "Match",
     "Query",
     "QueryError",
+    "QueryMatch",
+    "QuerySet",
     "UnsupportedError",
     "compile",
+    "compile_many",
+    "merge_streams",
 ]

@@ -19,12 +19,13 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kleene.automata.compile import Atoms, compile_pattern
 from kleene.automata.conform import Requirement, conform
@@ -34,7 +35,7 @@ from kleene.io.badrows import BadRowPolicy
 from kleene.io.timecol import to_nanos
 from kleene.language import ast
 from kleene.language.checks import check
-from kleene.language.errors import DataError, KleeneError, UnsupportedError
+from kleene.language.errors import DataError, KleeneError, QueryError, UnsupportedError
 from kleene.language.parser import parse, parse_duration
 from kleene.language.schema import Schema
 from kleene.language.variables import variable_event_types
@@ -59,14 +60,26 @@ class Match(NamedTuple):
     partition: Hashable
 
 
+class QueryMatch(NamedTuple):
+    """A :class:`Match` and the name of its query, when several queries run together."""
+
+    query: str
+    start: int
+    end: int
+    positions: tuple[int, ...]
+    partition: Hashable
+
+
 @dataclass(frozen=True, slots=True)
 class ComplexEvent:
     """A complex event: its interval, its positions and its events' data.
 
     ``start`` and ``end`` are the 0-based input positions of its interval,
     ``positions`` the sorted input positions of its events, ``events`` their
-    attributes (with the event type under the type column's name), and
-    ``partition`` the PARTITION BY key (None without PARTITION BY).
+    attributes (with the event type under the type column's name),
+    ``partition`` the PARTITION BY key (None without PARTITION BY), and
+    ``query`` the name of the query that found it when several queries run
+    together (:func:`kleene.compile_many`; None for a single query).
     """
 
     start: int
@@ -74,9 +87,11 @@ class ComplexEvent:
     positions: tuple[int, ...]
     events: tuple[dict[str, Any], ...]
     partition: tuple[Any, ...] | None = None
+    query: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        out: dict[str, Any] = {} if self.query is None else {"query": self.query}
+        out |= {
             "start": self.start,
             "end": self.end,
             "positions": list(self.positions),
@@ -96,6 +111,7 @@ def compile(  # noqa: A001 - the natural name, as re.compile
     time_unit: str = "s",
     on_bad_row: str | BadRowPolicy = "error",
     max_delay: str | None = None,
+    stream_column: str | None = None,
 ) -> Query:
     """Parse, check and compile a CEQL query.
 
@@ -106,14 +122,23 @@ def compile(  # noqa: A001 - the natural name, as re.compile
     for ``WITHIN <duration>`` windows.  ``max_delay`` (e.g. ``"2 seconds"``)
     accepts input that is out of time order by at most that much: events
     are buffered and released in time order (see :class:`Session`).
+    ``stream_column`` names the column that says which stream each event
+    comes from: the query then reads only the events of the streams of its
+    FROM clause, and ``S>E`` matches E events of stream S only (see
+    docs/semantics.md, "Several streams").  A text with several queries is
+    compiled with :func:`kleene.compile_many`.
     """
     program = parse(query)
-    if program.streams:
-        declared = Schema.from_decls(program.streams, query)
-        schema = declared if schema is None else schema
-    check(program.query, query, schema)
-    return Query(
-        program.query,
+    if len(program.queries) > 1:
+        second = program.queries[1].span
+        raise QueryError(
+            f"the text holds {len(program.queries)} queries; compile them together with "
+            "kleene.compile_many",
+            second.line, second.column, query,
+        )
+    return compile_parsed(
+        program,
+        0,
         query,
         schema,
         type_column=type_column,
@@ -121,7 +146,24 @@ def compile(  # noqa: A001 - the natural name, as re.compile
         time_unit=time_unit,
         on_bad_row=on_bad_row,
         max_delay=max_delay,
+        stream_column=stream_column,
     )
+
+
+def compile_parsed(
+    program: ast.Program,
+    index: int,
+    text: str,
+    schema: Schema | None,
+    **options: Any,
+) -> Query:
+    """Check and compile the ``index``-th query of a parsed program (its declarations apply)."""
+    if program.streams:
+        declared = Schema.from_decls(program.streams, text)
+        schema = declared if schema is None else schema
+    query = program.queries[index] if program.queries else program.query
+    check(query, text, schema)
+    return Query(query, text, schema, **options)
 
 
 class Query:
@@ -141,11 +183,18 @@ class Query:
         time_unit: str,
         on_bad_row: str | BadRowPolicy,
         max_delay: str | None = None,
+        stream_column: str | None = None,
     ) -> None:
         self.ast = query
         self.text = source
         self.schema = schema
         self.type_column = type_column
+        self.stream_column = stream_column
+        """The column naming each event's stream (None: the input is one stream)."""
+        self.from_streams: frozenset[str] | None = (
+            frozenset(query.streams) if stream_column is not None and query.streams else None
+        )
+        """The streams the query reads (None: every event of the input)."""
         self.time_column = time_column
         self.time_unit = time_unit
         self._policy_spec = on_bad_row
@@ -157,7 +206,7 @@ class Query:
             self.max_delay = parse_duration(max_delay)
 
         self.atoms = Atoms()
-        self.atoms.collect(query.where)
+        self.atoms.collect(query.where, with_streams=stream_column is not None)
         items = query.select.items
         projection = None if items is None else frozenset(i.var for i in items)
         try:
@@ -168,7 +217,11 @@ class Query:
             span = query.where.span
             raise UnsupportedError(str(err), span.line, span.column, source) from None
         self.predicates = PredicateTable(
-            self.atoms.event_types, self.atoms.preds, type_column=type_column
+            self.atoms.event_types,
+            self.atoms.preds,
+            type_column=type_column,
+            streams=self.atoms.streams,
+            stream_column=stream_column,
         )
         self.requirements = self._requirements()
         self.partition_by = tuple(a for group in query.partition_by for a in group)
@@ -306,88 +359,59 @@ def _attributes(pred: ast.Pred | ast.Expr) -> set[str]:
     return out
 
 
-class Session:
-    """The evaluation state of one query over one stream: engine, positions, time, stored events.
+SetAside = Callable[[pa.RecordBatch, int, int, "str | None", str], None]
+"""``(batch, row_in_batch, input_row, column, reason)``: hands a bad row to a policy."""
 
-    :meth:`Query.run`, :meth:`Query.matches` and :meth:`Query.push` each use
-    one.  Edges that define positions themselves (Spark orders rows by time
-    and a row id) call :meth:`feed` with explicit ``positions``.
+
+class ReorderBuffer:
+    """Bounded disorder (``max_delay``): rows held back until the watermark passes them.
+
+    The watermark is the latest time seen minus ``max_delay``.  A row more
+    than ``max_delay`` behind the latest time seen before it is *late*: it
+    goes to the bad-row policy (with its input row number), never silently
+    dropped or misordered.  Every other row is at or after every watermark
+    so far, so the released stream is in time order.  One buffer serves one
+    query (:class:`Session`) or several queries evaluated together.
     """
 
-    def __init__(self, query: Query) -> None:
-        self.query = query
-        self.engine = Engine(LazyDFA(query.cea), query.settings, skip_inert=query.skip_inert)
-        spec = query._policy_spec
-        self.policy = spec if isinstance(spec, BadRowPolicy) else BadRowPolicy(spec)
-        self.next_row = 0
-        self.last_time: float | None = None
-        self.store = EventStore()
-        self.checked = query.schema is not None
-        # Bounded disorder (Query.max_delay): rows held back until the
-        # watermark (latest time seen - max_delay) passes them.
+    def __init__(self, time_column: str, time_unit: str, max_delay: int) -> None:
+        self.time_column = time_column
+        self.time_unit = time_unit
+        self.max_delay = max_delay
         self.next_input = 0
         self.pending: pa.Table | None = None
         self.latest_seen: int | None = None
 
-    def feed(
-        self,
-        batch: pa.RecordBatch,
-        *,
-        with_events: bool = True,
-        positions: np.ndarray | None = None,
-    ) -> list[Match] | list[ComplexEvent]:
-        """Evaluate one batch; return the complex events it completes.
+    def push(
+        self, batch: pa.RecordBatch | None, *, final: bool, set_aside: SetAside
+    ) -> list[tuple[pa.RecordBatch, np.ndarray]]:
+        """Buffer ``batch``; return the released rows in (time, arrival) order, in parts.
 
-        ``positions`` (int64, increasing, after every earlier one) numbers the
-        rows; by default rows are numbered by arrival.
+        Each part comes with the input row numbers of its rows.
         """
-        if self.query.max_delay is not None and positions is None:
-            return self._feed_out_of_order(batch, with_events=with_events, final=False)
-        return self._evaluate(batch, with_events=with_events, positions=positions)
-
-    def flush(self, *, with_events: bool = True) -> list[Match] | list[ComplexEvent]:
-        """End of the stream: release every event still held back by ``max_delay``."""
-        if self.pending is None or self.pending.num_rows == 0:
-            return []
-        return self._feed_out_of_order(None, with_events=with_events, final=True)
-
-    def _feed_out_of_order(
-        self, batch: pa.RecordBatch | None, *, with_events: bool, final: bool
-    ) -> list[Match] | list[ComplexEvent]:
-        """Buffer rows and release, in (time, arrival) order, those behind the watermark.
-
-        The watermark is the latest time seen minus ``max_delay``.  A row more
-        than ``max_delay`` behind the latest time seen before it is *late*: it
-        goes to the bad-row policy (with its input row number), never silently
-        dropped or misordered.  Every other row is at or after every watermark
-        so far, so the released stream is in time order.  Released rows are
-        numbered in release order, so positions follow time order.
-        """
-        q = self.query
-        column = q.time_column
-        assert column is not None and q.max_delay is not None
+        column = self.time_column
         n = 0 if batch is None else batch.num_rows
         rows = np.arange(self.next_input, self.next_input + n, dtype=np.int64)
         self.next_input += n
         if batch is not None and n:
             if column not in batch.schema.names:
                 raise DataError("the time column is missing", column=column)
-            times, bad_mask = to_nanos(batch.column(column), q.time_unit)
+            times, bad_mask = to_nanos(batch.column(column), self.time_unit)
             times = np.asarray(times, dtype=np.int64)
             keep = ~np.asarray(bad_mask, dtype=bool)
             for i in np.flatnonzero(~keep).tolist():
-                self._set_aside(batch, i, int(rows[i]), column, "unreadable timestamp")
+                set_aside(batch, i, int(rows[i]), column, "unreadable timestamp")
             # Late: more than max_delay behind the latest time seen *before* the
             # row arrived.  Decided row by row in arrival order, so the outcome
             # does not depend on how the input is cut into batches.
             lowest = np.iinfo(np.int64).min
             seen = np.where(keep, times, lowest)
             before = np.maximum.accumulate(np.concatenate(([self.latest_seen or lowest], seen)))[:-1]
-            late = keep & (before > lowest) & (times < before - q.max_delay)
+            late = keep & (before > lowest) & (times < before - self.max_delay)
             for i in np.flatnonzero(late).tolist():
-                self._set_aside(
+                set_aside(
                     batch, i, int(rows[i]), column,
-                    f"late event: more than {q.max_delay} ns behind the latest time",
+                    f"late event: more than {self.max_delay} ns behind the latest time",
                 )
             keep &= ~late
             table = pa.Table.from_batches([batch]).filter(pa.array(keep))
@@ -408,20 +432,102 @@ class Session:
             cut = len(ordered_times)
         else:
             assert self.latest_seen is not None
-            cut = int(np.searchsorted(ordered_times, self.latest_seen - q.max_delay, side="right"))
+            cut = int(np.searchsorted(ordered_times, self.latest_seen - self.max_delay, side="right"))
         released, self.pending = ordered.slice(0, cut), ordered.slice(cut)
         if cut == 0:
             return []
         input_rows = released.column(_ROW).to_numpy()
         released = released.drop_columns([_ROW, _TIME]).combine_chunks()
-        positions = np.arange(self.next_row, self.next_row + cut, dtype=np.int64)
-        out: list[Any] = []
+        parts = []
         for part in released.to_batches():
             m = part.num_rows
+            parts.append((part, input_rows[:m]))
+            input_rows = input_rows[m:]
+        return parts
+
+    @property
+    def holding(self) -> bool:
+        return self.pending is not None and self.pending.num_rows > 0
+
+
+def number_rows(next_row: int, n: int, positions: np.ndarray | None) -> np.ndarray:
+    """Positions for ``n`` rows: by arrival from ``next_row``, or checked explicit ones."""
+    if positions is None:
+        return np.arange(next_row, next_row + n, dtype=np.int64)
+    positions = np.asarray(positions, dtype=np.int64)
+    if len(positions) != n:
+        raise KleeneError("one position per row is needed")
+    if n and (positions[0] < next_row or (np.diff(positions) <= 0).any()):
+        raise KleeneError("positions must increase, also across batches")
+    return positions
+
+
+class Session:
+    """The evaluation state of one query over one stream: engine, positions, time, stored events.
+
+    :meth:`Query.run`, :meth:`Query.matches` and :meth:`Query.push` each use
+    one.  Edges that define positions themselves (Spark orders rows by time
+    and a row id) call :meth:`feed` with explicit ``positions``.
+    """
+
+    def __init__(self, query: Query, policy: BadRowPolicy | None = None) -> None:
+        self.query = query
+        self.engine = Engine(LazyDFA(query.cea), query.settings, skip_inert=query.skip_inert)
+        spec = query._policy_spec
+        if policy is None:
+            policy = spec if isinstance(spec, BadRowPolicy) else BadRowPolicy(spec)
+        self.policy = policy
+        self.next_row = 0
+        self.last_time: float | None = None
+        self.store = EventStore()
+        self.checked = query.schema is not None
+        self.reorder = (
+            None
+            if query.max_delay is None
+            else ReorderBuffer(query.time_column or "", query.time_unit, query.max_delay)
+        )
+        self.reported: set[int] | None = None
+        """Input rows already handed to the policy, when several queries share it."""
+        self.name: str | None = None
+        """The query's name when it runs with others (it tags each complex event)."""
+
+    def feed(
+        self,
+        batch: pa.RecordBatch,
+        *,
+        with_events: bool = True,
+        positions: np.ndarray | None = None,
+    ) -> list[Match] | list[ComplexEvent]:
+        """Evaluate one batch; return the complex events it completes.
+
+        ``positions`` (int64, increasing, after every earlier one) numbers the
+        rows; by default rows are numbered by arrival.
+        """
+        if self.reorder is not None and positions is None:
+            return self._feed_out_of_order(batch, with_events=with_events, final=False)
+        return self._evaluate(batch, with_events=with_events, positions=positions)
+
+    def flush(self, *, with_events: bool = True) -> list[Match] | list[ComplexEvent]:
+        """End of the stream: release every event still held back by ``max_delay``."""
+        if self.reorder is None or not self.reorder.holding:
+            return []
+        return self._feed_out_of_order(None, with_events=with_events, final=True)
+
+    def _feed_out_of_order(
+        self, batch: pa.RecordBatch | None, *, with_events: bool, final: bool
+    ) -> list[Match] | list[ComplexEvent]:
+        """Buffer rows and evaluate, in (time, arrival) order, those behind the watermark.
+
+        Released rows are numbered in release order, so positions follow time
+        order; bad-row messages name their input row numbers.
+        """
+        assert self.reorder is not None
+        out: list[Any] = []
+        for part, input_rows in self.reorder.push(batch, final=final, set_aside=self._set_aside):
+            positions = np.arange(self.next_row, self.next_row + part.num_rows, dtype=np.int64)
             out.extend(
-                self._evaluate(part, with_events=with_events, positions=positions[:m], report=input_rows[:m])
+                self._evaluate(part, with_events=with_events, positions=positions, report=input_rows)
             )
-            positions, input_rows = positions[m:], input_rows[m:]
         return out
 
     def _evaluate(
@@ -432,30 +538,85 @@ class Session:
         positions: np.ndarray | None,
         report: np.ndarray | None = None,
     ) -> list[Match] | list[ComplexEvent]:
-        """The pipeline for rows in stream order: conform, predicates, engine.
+        """The pipeline for rows in stream order: streams, conform, predicates, engine.
 
         ``report`` gives the row numbers that bad-row messages name (the
         input row numbers when rows were reordered); by default, positions.
         """
         q = self.query
         n = batch.num_rows
-        if positions is None:
-            positions = np.arange(self.next_row, self.next_row + n, dtype=np.int64)
-        else:
-            positions = np.asarray(positions, dtype=np.int64)
-            if len(positions) != n:
-                raise KleeneError("one position per row is needed")
-            if n and (positions[0] < self.next_row or (np.diff(positions) <= 0).any()):
-                raise KleeneError("positions must increase, also across batches")
+        positions = number_rows(self.next_row, n, positions)
         if n == 0:
             return []
         self.next_row = int(positions[-1]) + 1
         named = positions if report is None else np.asarray(report, dtype=np.int64)
-        if not self.checked:
-            check(q.ast, q.text, Schema.from_arrow(batch.schema, q.type_column))
-            self.checked = True
+        self.check_schema(batch)
+        mine = self.stream_rows(batch, named)
+        if mine is not None:
+            batch, positions, named = batch.filter(pa.array(mine)), positions[mine], named[mine]
         original = batch
         batch, bad = conform(batch, q.requirements, type_column=q.type_column)
+        return self.process(original, batch, bad, positions, named, None, with_events=with_events)
+
+    def check_schema(self, batch: pa.RecordBatch) -> None:
+        """Without a declared schema, check the query against the first batch's columns."""
+        if not self.checked:
+            q = self.query
+            check(q.ast, q.text, Schema.from_arrow(batch.schema, q.type_column))
+            self.checked = True
+
+    def stream_rows(self, batch: pa.RecordBatch, named: np.ndarray) -> np.ndarray | None:
+        """The rows of the streams the query reads (None: all rows).
+
+        With a stream column, a row without a stream name is a bad row (an
+        event belongs to exactly one stream); rows of streams outside the
+        FROM clause are simply not in the query's stream.
+        """
+        q = self.query
+        column = q.stream_column
+        if column is None:
+            return None
+        if column not in batch.schema.names:
+            raise DataError("the stream column is missing", column=column)
+        arr = batch.column(column)
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.cast(arr.type.value_type)
+        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            arr = arr.cast(pa.string())
+        valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        if q.from_streams is None:
+            mine = valid
+        else:
+            members = pa.array(sorted(q.from_streams), pa.string())
+            mine = valid & np.asarray(
+                pc.is_in(arr, value_set=members).fill_null(False).to_numpy(zero_copy_only=False),
+                dtype=bool,
+            )
+        for row in np.flatnonzero(~valid).tolist():
+            self._set_aside(batch, row, int(named[row]), column, "null value")
+        return None if mine.all() else mine
+
+    def process(
+        self,
+        original: pa.RecordBatch,
+        batch: pa.RecordBatch,
+        bad: list[tuple[int, str, str]],
+        positions: np.ndarray,
+        named: np.ndarray,
+        bits: np.ndarray | None,
+        *,
+        with_events: bool,
+    ) -> list[Match] | list[ComplexEvent]:
+        """Set aside the bad rows, then run the engine on the others.
+
+        ``batch`` is the conformed ``original`` (the query's rows only);
+        ``bits`` its predicate bit vectors when they were evaluated already
+        (several queries sharing one evaluation), else None.
+        """
+        q = self.query
+        n = batch.num_rows
         keep = np.ones(n, dtype=bool)
         for row, column, reason in bad:
             if keep[row]:
@@ -467,10 +628,13 @@ class Session:
             positions = positions[keep]
             if times is not None:
                 times = times[keep]
+            if bits is not None:
+                bits = bits[keep]
         if batch.num_rows == 0:
             return []
         keys = self._keys(batch)
-        bits = q.predicates.evaluate(batch)
+        if bits is None:
+            bits = q.predicates.evaluate(batch)
         found: list[Found] = []
 
         pos_list: list[int] = positions.tolist()
@@ -482,6 +646,9 @@ class Session:
             self.engine.run_batch(bits, pos_list, time_list, keys, found)
             if not with_events:
                 new = tuple.__new__
+                if self.name is not None:
+                    tag = (self.name,)
+                    return [new(QueryMatch, tag + f) for f in found]  # type: ignore[return-value]
                 return [new(Match, f) for f in found]
             events = [self._materialize(*f) for f in found]
         self.store.release_before(self.engine.tau)
@@ -490,9 +657,17 @@ class Session:
     def _set_aside(
         self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str
     ) -> None:
-        """Hand a bad row to the policy (which raises in "error" mode)."""
+        """Hand a bad row to the policy (which raises in "error" mode).
+
+        Queries evaluated together share one policy: a row bad for several
+        of them is handed over once.
+        """
         if self.policy.mode == "error":
             raise DataError(f"bad input: {reason}", row=pos, column=column)
+        if self.reported is not None:
+            if pos in self.reported:
+                return
+            self.reported.add(pos)
         values = {name: batch.column(j)[row].as_py() for j, name in enumerate(batch.schema.names)}
         self.policy.handle(pos, column, reason, values)
 
@@ -553,7 +728,7 @@ class Session:
             if attrs is not None:
                 row = {k: row.get(k) for k in (type_column, *attrs)}
             events.append(row)
-        return ComplexEvent(start, end, positions, tuple(events), key)  # type: ignore[arg-type]
+        return ComplexEvent(start, end, positions, tuple(events), key, self.name)  # type: ignore[arg-type]
 
 
 @contextlib.contextmanager

@@ -2,7 +2,8 @@
 
 ::
 
-    kleene run QUERY --input FILE [--output OUT.jsonl] [--format csv|jsonl|parquet]
+    kleene run QUERY [QUERY ...] --input [STREAM=]FILE [--input [STREAM=]FILE ...]
+               [--output OUT.jsonl] [--format csv|jsonl|parquet] [--stream-column COL]
                [--time-column COL] [--time-unit s|ms|us|ns] [--type-column COL] [--max-delay DURATION]
                [--on-bad-row error|skip|quarantine [FILE]] [--quarantine FILE]
                [--batch-size N] [--no-progress] [--engine python|spark [--master URL]]
@@ -15,6 +16,14 @@ text) from a problem with the data (3: fix or filter the input, or rerun with
 into another tool is always safe.  With ``--output``, results are written to
 a temporary file that replaces OUT only when the run succeeds: a failed run
 never leaves a truncated result that looks complete.
+
+Several queries (several QUERY arguments, or a file holding several queries)
+run together in one pass (:func:`kleene.compile_many`); each output line then
+starts with ``"query"``, the query's name (its ``QUERY name:`` header, else
+the file's name).  Several inputs, each optionally naming its stream
+(``--input S1=a.csv --input S2=b.csv``), are merged by time
+(:func:`kleene.merge_streams`): a named input gets the stream column
+(``--stream-column``, default ``stream``) with its name.
 """
 
 from __future__ import annotations
@@ -32,9 +41,11 @@ import pyarrow as pa
 
 import kleene
 from kleene.io.badrows import BadRowPolicy
+from kleene.io.merge import merge_streams
 from kleene.io.readers import count_rows, read_batches
 from kleene.io.writers import JsonlWriter
 from kleene.language.errors import DataError, QueryError
+from kleene.language.parser import parse
 
 EXIT_OK, EXIT_OTHER, EXIT_QUERY, EXIT_DATA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -60,8 +71,29 @@ def build_parser() -> argparse.ArgumentParser:
             "Exit codes: 0 ok, 1 other error, 2 bad query, 3 bad input."
         ),
     )
-    run.add_argument("query", metavar="QUERY", help="CEQL text, a path to a .ceql file, or - to read it from stdin")
-    run.add_argument("--input", "-i", required=True, metavar="FILE", help="events: .csv, .jsonl/.ndjson/.json or .parquet")
+    run.add_argument(
+        "query",
+        metavar="QUERY",
+        nargs="+",
+        help="CEQL text, a path to a .ceql file, or - to read it from stdin; several queries "
+        "(or a file holding several) run together, and each output line names its query",
+    )
+    run.add_argument(
+        "--input",
+        "-i",
+        required=True,
+        action="append",
+        metavar="[STREAM=]FILE",
+        help="events: .csv, .jsonl/.ndjson/.json or .parquet; repeat it for several inputs, "
+        "merged by --time-column (ties: input order, then row order); STREAM=FILE names the "
+        "stream of every event of FILE (in the stream column)",
+    )
+    run.add_argument(
+        "--stream-column",
+        metavar="COL",
+        help="column naming each event's stream, for FROM S1, S2 and S>E (default: 'stream' "
+        "when an input is named STREAM=FILE; otherwise the input is one stream)",
+    )
     run.add_argument("--output", "-o", default="-", metavar="OUT", help="where to write complex events (default: stdout)")
     run.add_argument(
         "--format",
@@ -293,23 +325,86 @@ class _Output:
             self.temp.unlink(missing_ok=True)
 
 
+def parse_inputs(values: Sequence[str]) -> list[tuple[str | None, str]]:
+    """``--input`` values: ``FILE`` or ``STREAM=FILE`` (an existing file named ``a=b`` is a file)."""
+    out: list[tuple[str | None, str]] = []
+    for value in values:
+        name, sep, path = value.partition("=")
+        if sep and name and not Path(value).exists():
+            if not name.isidentifier():
+                raise UsageError(f"--input {value!r}: {name!r} is not a stream name")
+            out.append((name, path))
+        else:
+            out.append((None, value))
+    names = [n for n, _ in out if n is not None]
+    if len(names) != len(set(names)):
+        raise UsageError("--input: a stream name is given twice")
+    return out
+
+
+def compile_queries(
+    args: argparse.Namespace, policy: BadRowPolicy | str, stream_column: str | None
+) -> kleene.Query | kleene.QuerySet:
+    """One query (output as before), or several run together (each line names its query)."""
+    texts: list[tuple[str | None, str]] = []
+    for arg in args.query:
+        text = load_query(arg)
+        base = Path(arg).stem if _is_file(arg) else None
+        texts.append((base, text))
+    options: dict[str, Any] = {
+        "type_column": args.type_column,
+        "time_column": args.time_column,
+        "time_unit": args.time_unit,
+        "on_bad_row": policy,
+        "max_delay": args.max_delay,
+        "stream_column": stream_column,
+    }
+    if len(texts) == 1 and len(parse(texts[0][1]).queries) == 1:
+        return kleene.compile(texts[0][1], **options)
+    return kleene.compile_many(texts, **options)
+
+
+def _is_file(arg: str) -> bool:
+    if arg == "-" or "\n" in arg or len(arg) >= 4096:
+        return False
+    try:
+        return Path(arg).is_file()
+    except OSError:
+        return False
+
+
+def _stream_column(args: argparse.Namespace, inputs: list[tuple[str | None, str]]) -> str | None:
+    if args.stream_column:
+        return str(args.stream_column)
+    return "stream" if any(name is not None for name, _ in inputs) else None
+
+
 def _run(args: argparse.Namespace, stderr: IO[str]) -> int:
     if args.command == "stream":
         return int(args.handler(args, stderr))
     if args.engine == "spark":
         return _run_spark(args, stderr)
-    query_text = load_query(args.query)
+    inputs = parse_inputs(args.input)
+    if len(inputs) > 1 and not args.time_column:
+        raise UsageError("several inputs are merged by time: give --time-column")
+    stream_column = _stream_column(args, inputs)
     policy = bad_row_policy(args.on_bad_row, args.quarantine)
     with policy:
-        query = kleene.compile(
-            query_text,
-            type_column=args.type_column,
-            time_column=args.time_column,
-            time_unit=args.time_unit,
-            on_bad_row=policy,
-            max_delay=args.max_delay,
-        )
-        batches: Iterable[pa.RecordBatch] = read_batches(args.input, format=args.format, batch_size=args.batch_size)
+        query = compile_queries(args, policy, stream_column)
+
+        def read(path: str) -> Iterator[pa.RecordBatch]:
+            return read_batches(path, format=args.format, batch_size=args.batch_size)
+
+        batches: Iterable[pa.RecordBatch]
+        if len(inputs) == 1 and inputs[0][0] is None:
+            batches = read(inputs[0][1])
+        else:
+            batches = merge_streams(
+                [(name, read(path)) for name, path in inputs],
+                time_column=args.time_column,
+                time_unit=args.time_unit,
+                stream_column=stream_column or "stream",
+            )
         output = _Output(args.output)
         progress: Progress | None = None
         # A bar redrawn with "\r" would garble results printed to the same terminal.
@@ -317,7 +412,7 @@ def _run(args: argparse.Namespace, stderr: IO[str]) -> int:
         if not args.no_progress and _is_tty(stderr) and not results_on_terminal:
             progress = Progress(
                 stderr,
-                total=lambda: count_rows(args.input, format=args.format),
+                total=lambda: _total_rows(inputs, args.format),
                 events=lambda: output.writer.count,
             )
             batches = progress.track(batches)
@@ -338,6 +433,11 @@ def _run(args: argparse.Namespace, stderr: IO[str]) -> int:
     return EXIT_OK
 
 
+def _total_rows(inputs: list[tuple[str | None, str]], fmt: str | None) -> int | None:
+    counts = [count_rows(path, format=fmt) for _, path in inputs]
+    return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+
+
 def _run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
     """``--engine spark``: the same query and output format, evaluated by :func:`kleene.spark.detect`.
 
@@ -350,7 +450,13 @@ def _run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
     """
     from kleene.io.readers import detect_format
 
-    query_text = load_query(args.query)
+    inputs = parse_inputs(args.input)
+    if len(args.query) != 1 or len(inputs) != 1 or inputs[0][0] is not None:
+        raise UsageError("--engine spark runs one query over one input")
+    args.input = inputs[0][1]
+    query_text = load_query(args.query[0])
+    if len(parse(query_text).queries) != 1:
+        raise UsageError("--engine spark runs one query over one input")
     if (args.on_bad_row and args.on_bad_row != ["error"]) or args.quarantine:
         raise UsageError("--engine spark supports only --on-bad-row error")
     if args.max_delay:
@@ -360,6 +466,7 @@ def _run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         type_column=args.type_column,
         time_column=args.time_column,
         time_unit=args.time_unit,
+        stream_column=args.stream_column,
     )
     if not Path(args.input).exists():
         raise OSError(f"cannot read {args.input!r}: no such file")

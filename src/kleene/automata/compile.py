@@ -64,25 +64,34 @@ class _Fragment:
 
 
 class Atoms:
-    """Numbering of the atomic predicates: event types first, then unary predicates.
+    """Numbering of the atomic predicates: event types, then unary predicates, then streams.
 
     The numbering is the bit layout of the predicate bit vectors, shared with
-    :class:`kleene.automata.predicates.PredicateTable`.
+    :class:`kleene.automata.predicates.PredicateTable`.  A stream bit ("the
+    event comes from stream S") exists only for ``S>E`` atoms and only when
+    the input says which stream each event comes from (``with_streams``);
+    ``S>E`` is then the conjunction of the type bit of E and the stream bit
+    of S.  Without stream information ``S>E`` is just ``E`` (the input is the
+    one stream every name refers to).
     """
 
     def __init__(self) -> None:
         self.event_types: list[str] = []
         self.preds: list[ast.Pred] = []
+        self.streams: list[str] = []
 
-    def collect(self, pattern: ast.Pattern) -> None:
-        """Number every event type first, then every distinct predicate."""
+    def collect(self, pattern: ast.Pattern, *, with_streams: bool = False) -> None:
+        """Number every event type first, then every distinct predicate, then every stream."""
         types: list[str] = []
         preds: list[ast.Pred] = []
+        streams: list[str] = []
 
         def walk(p: ast.Pattern) -> None:
             if isinstance(p, ast.EventType):
                 if p.name not in types:
                     types.append(p.name)
+                if with_streams and p.stream is not None and p.stream not in streams:
+                    streams.append(p.stream)
             elif isinstance(p, ast.Filter):
                 walk(p.pattern)
                 _filter_preds(p.condition, preds)
@@ -95,17 +104,40 @@ class Atoms:
         walk(pattern)
         self.event_types = types
         self.preds = preds
+        self.streams = streams
 
     def type_mask(self, name: str) -> int:
         return 1 << self.event_types.index(name)
+
+    def event_mask(self, event: ast.EventType) -> int:
+        """The bits an event type atom tests: its type, and its stream if numbered."""
+        mask = self.type_mask(event.name)
+        if event.stream is not None and event.stream in self.streams:
+            mask |= self.stream_mask(event.stream)
+        return mask
 
     def pred_mask(self, pred: ast.Pred) -> int:
         keys = [structural_key(p) for p in self.preds]
         return 1 << (len(self.event_types) + keys.index(structural_key(pred)))
 
+    def stream_mask(self, name: str) -> int:
+        return 1 << (len(self.event_types) + len(self.preds) + self.streams.index(name))
+
     @property
     def width(self) -> int:
-        return len(self.event_types) + len(self.preds)
+        return len(self.event_types) + len(self.preds) + len(self.streams)
+
+    def keys(self) -> list[tuple[str, object]]:
+        """A structural key per bit, in bit order: what makes two atoms the same atom.
+
+        Several queries evaluated together share one bit per distinct key
+        (:mod:`kleene.runtime.shared`).
+        """
+        return (
+            [("type", name) for name in self.event_types]
+            + [("pred", structural_key(p)) for p in self.preds]
+            + [("stream", name) for name in self.streams]
+        )
 
 
 def _filter_preds(cond: ast.FilterExpr, out: list[ast.Pred]) -> None:
@@ -134,7 +166,7 @@ class _Builder:
 
     def _EventType(self, p: ast.EventType) -> _Fragment:  # noqa: N802 (dispatch on class name)
         q1, q2 = self.state(), self.state()
-        t = _VT(q1, self.atoms.type_mask(p.name), frozenset({p.name}), q2)
+        t = _VT(q1, self.atoms.event_mask(p), frozenset({p.name}), q2)
         return _Fragment((t,), frozenset({q1}), frozenset({q2}))
 
     def _As(self, p: ast.As) -> _Fragment:  # noqa: N802

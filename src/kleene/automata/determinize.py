@@ -46,6 +46,10 @@ class LazyDFA:
             self.cache.append({})
         return sid
 
+    def state_of(self, subset: frozenset[int]) -> int:
+        """The id of the state for a set of CEA states (DEAD for the empty set)."""
+        return self._intern(subset)
+
     def step(self, state: int, bits: int) -> tuple[int, int]:
         hit = self.cache[state].get(bits)
         if hit is None:

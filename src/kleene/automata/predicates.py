@@ -930,16 +930,76 @@ def _attr_names(preds: Iterable[ast.Pred]) -> list[str]:
     return list(seen)
 
 
+class _NameBits:
+    """Bits set by the value of one string column: the event type, or the stream.
+
+    ``names[i]`` sets bit ``offset + i``; a name listed twice sets both bits;
+    any other value, a null or a missing column sets none.
+    """
+
+    def __init__(self, column: str, names: Sequence[str], offset: int) -> None:
+        self.column = column
+        masks: dict[str, int] = {}
+        for i, name in enumerate(names):
+            masks[name] = masks.get(name, 0) | (1 << (offset + i))
+        self.mask_of = masks
+        self.names = pa.array(list(masks), pa.string())
+        # The extra last entry (0) is where unknown and null names land.
+        self.masks = np.array([*masks.values(), 0], dtype=np.uint64)
+
+    def evaluate(self, batch: pa.RecordBatch) -> np.ndarray:
+        n = batch.num_rows
+        if not self.mask_of:
+            return np.zeros(n, np.uint64)
+        i = batch.schema.get_field_index(self.column)
+        if i < 0:  # missing, or a duplicated name: take the first
+            names = batch.schema.names
+            if self.column not in names:
+                return np.zeros(n, np.uint64)
+            i = names.index(self.column)
+        col = batch.column(i)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        none = len(self.masks) - 1
+        if n == 1:  # a single pushed event: skip the kernels
+            name = col[0].as_py()
+            if name is not None and not isinstance(name, str):
+                name = pa.scalar(name).cast(pa.string()).as_py()
+            return np.array([self.mask_of.get(name, 0) if name is not None else 0], np.uint64)
+        if pa.types.is_dictionary(col.type):  # look up the distinct names only
+            dictionary, idx, valid = _dict_parts(col)
+            if not _is_string(dictionary.type):
+                dictionary = dictionary.cast(pa.string())
+            pos = pc.index_in(dictionary, value_set=self.names).fill_null(none)
+            per_value = self.masks[np.asarray(pos).astype(np.intp)]
+            out = per_value[idx] if len(per_value) else np.zeros(n, np.uint64)
+            if valid is not None:
+                out[~valid] = 0
+            return out
+        if not _is_string(col.type):
+            try:
+                col = col.cast(pa.string())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return np.zeros(n, np.uint64)
+        pos = pc.index_in(col, value_set=self.names).fill_null(none)
+        return self.masks[np.asarray(pos).astype(np.intp)]
+
+
 class PredicateTable:
-    """The atomic predicates of one query, one bit each.
+    """The atomic predicates of one query (or of several together), one bit each.
 
     Bit ``i`` (``0 <= i < len(event_types)``) means "the event's type is
     ``event_types[i]``"; bit ``len(event_types) + k`` means "``preds[k]``
-    holds on the event".  Everything that does not depend on the data —
-    regex compilation, sharing of common subexpressions, constant folding,
-    the type lookup — is done here once, so that :meth:`evaluate` on a 1-row
-    batch (how single pushed events are evaluated) stays cheap.
+    holds on the event"; the bits after those mean "the event comes from
+    stream ``streams[j]``" (read from ``stream_column``).  Everything that
+    does not depend on the data — regex compilation, sharing of common
+    subexpressions, constant folding, the type lookup — is done here once,
+    so that :meth:`evaluate` on a 1-row batch (how single pushed events are
+    evaluated) stays cheap.
     """
+
+    evaluations = 0
+    """How many batches this table evaluated (per instance once it has evaluated)."""
 
     def __init__(
         self,
@@ -947,16 +1007,22 @@ class PredicateTable:
         preds: Sequence[ast.Pred],
         *,
         type_column: str = "type",
+        streams: Sequence[str] = (),
+        stream_column: str | None = None,
     ) -> None:
         self.event_types: tuple[str, ...] = tuple(event_types)
         self.preds: tuple[ast.Pred, ...] = tuple(preds)
+        self.streams: tuple[str, ...] = tuple(streams)
         self.type_column = type_column
-        self.width: int = len(self.event_types) + len(self.preds)
+        self.stream_column = stream_column
+        if self.streams and stream_column is None:
+            raise ValueError("stream bits need a stream column")
+        self.width: int = len(self.event_types) + len(self.preds) + len(self.streams)
         if self.width > MAX_WIDTH:
             raise TooManyPredicatesError(
                 f"query has too many distinct predicates: {len(self.event_types)} event "
-                f"types and {len(self.preds)} predicates need {self.width} bits, "
-                f"but at most {MAX_WIDTH} are supported"
+                f"types, {len(self.preds)} predicates and {len(self.streams)} streams need "
+                f"{self.width} bits, but at most {MAX_WIDTH} are supported"
             )
 
         inference = _KindInference()
@@ -974,15 +1040,12 @@ class PredicateTable:
         self._roots = [compiler.pred(p) for p in self.preds]
         self._slots = compiler.slots
         self._shifts = [np.uint64(len(self.event_types) + k) for k in range(len(self.preds))]
-
-        # Type bits: one mask per distinct name (a name listed twice sets both bits);
-        # the extra last entry (0) is where unknown and null types land.
-        masks: dict[str, int] = {}
-        for i, name in enumerate(self.event_types):
-            masks[name] = masks.get(name, 0) | (1 << i)
-        self._type_mask_of = masks
-        self._type_names = pa.array(list(masks), pa.string())
-        self._type_masks = np.array([*masks.values(), 0], dtype=np.uint64)
+        self._types = _NameBits(type_column, self.event_types, 0)
+        self._streams = (
+            None
+            if stream_column is None or not self.streams
+            else _NameBits(stream_column, self.streams, len(self.event_types) + len(self.preds))
+        )
 
     def attributes(self) -> dict[str, str]:
         """Attribute -> the kind (``'number'``, ``'string'``, ``'boolean'``) its use implies.
@@ -996,49 +1059,15 @@ class PredicateTable:
 
     def evaluate(self, batch: pa.RecordBatch) -> np.ndarray:
         """One uint64 bit vector per row of ``batch``."""
-        out = self._type_bits(batch)
+        self.evaluations += 1
+        out = self._types.evaluate(batch)
         if self._roots:
             ctx = _Ctx(batch, self._slots)
             for root, shift in zip(self._roots, self._shifts, strict=True):
                 out |= root.get(ctx).astype(np.uint64) << shift
+        if self._streams is not None:
+            out |= self._streams.evaluate(batch)
         return out
-
-    def _type_bits(self, batch: pa.RecordBatch) -> np.ndarray:
-        n = batch.num_rows
-        if not self.event_types:
-            return np.zeros(n, np.uint64)
-        i = batch.schema.get_field_index(self.type_column)
-        if i < 0:  # missing, or a duplicated name: take the first
-            names = batch.schema.names
-            if self.type_column not in names:
-                return np.zeros(n, np.uint64)
-            i = names.index(self.type_column)
-        col = batch.column(i)
-        if isinstance(col, pa.ChunkedArray):
-            col = col.combine_chunks()
-        none = len(self._type_masks) - 1
-        if n == 1:  # a single pushed event: skip the kernels
-            name = col[0].as_py()
-            if name is not None and not isinstance(name, str):
-                name = pa.scalar(name).cast(pa.string()).as_py()
-            return np.array([self._type_mask_of.get(name, 0) if name is not None else 0], np.uint64)
-        if pa.types.is_dictionary(col.type):  # look up the distinct names only
-            dictionary, idx, valid = _dict_parts(col)
-            if not _is_string(dictionary.type):
-                dictionary = dictionary.cast(pa.string())
-            pos = pc.index_in(dictionary, value_set=self._type_names).fill_null(none)
-            per_value = self._type_masks[np.asarray(pos).astype(np.intp)]
-            out = per_value[idx] if len(per_value) else np.zeros(n, np.uint64)
-            if valid is not None:
-                out[~valid] = 0
-            return out
-        if not _is_string(col.type):
-            try:
-                col = col.cast(pa.string())
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                return np.zeros(n, np.uint64)
-        pos = pc.index_in(col, value_set=self._type_names).fill_null(none)
-        return self._type_masks[np.asarray(pos).astype(np.intp)]
 
 
 def _is_string(t: pa.DataType) -> bool:

@@ -354,7 +354,13 @@ class Query:
 
 @dataclass(frozen=True)
 class Program:
-    """A query text: optional stream declarations followed by one query."""
+    """A query text: optional stream declarations followed by one or more queries.
+
+    ``query`` is the first query; ``queries`` all of them, and ``names`` the
+    name each was given by a ``QUERY name:`` header (None where it has none).
+    """
 
     streams: tuple[StreamDecl, ...]
     query: Query
+    queries: tuple[Query, ...] = ()
+    names: tuple[str | None, ...] = ()

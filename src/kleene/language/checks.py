@@ -69,12 +69,14 @@ class _Checker:
         self.source = source
         self.schema = schema
         self.from_types: frozenset[str] | None = None
+        self.from_streams: tuple[str, ...] = ()
 
     def error(self, message: str, span: Span) -> QueryError:
         return QueryError(message, span.line, span.column, self.source)
 
     # --------------------------------------------------------------- query
     def query(self, q: ast.Query) -> None:
+        self.from_streams = q.streams
         self.streams(q)
         self.pattern(q.where)
         bound = variable_event_types(q.where)
@@ -142,6 +144,12 @@ class _Checker:
         self.pattern(p.right)
 
     def event_type(self, e: ast.EventType) -> None:
+        if e.stream is not None and self.from_streams and e.stream not in self.from_streams:
+            raise self.error(
+                f"stream {e.stream!r} is not in the FROM clause (the query reads only "
+                f"{', '.join(self.from_streams)})",
+                e.span,
+            )
         schema = self.schema
         if schema is None:
             return

@@ -194,8 +194,16 @@ class _Builder(Transformer[Token, Any]):
 
     # ------------------------------------------------------------- program
     def start(self, meta: Meta, children: list[Any]) -> ast.Program:
-        *decls, query = children
-        return ast.Program(tuple(decls), query)
+        decls = tuple(c for c in children if isinstance(c, ast.StreamDecl))
+        named = [c for c in children if isinstance(c, tuple)]
+        queries = tuple(q for _, q in named)
+        names = tuple(n for n, _ in named)
+        return ast.Program(decls, queries[0], queries, names)
+
+    def named_query(self, meta: Meta, children: list[Any]) -> tuple[Name | None, ast.Query]:
+        if len(children) == 2:
+            return children[0], children[1]
+        return None, children[0]
 
     def stream_decl(self, meta: Meta, children: list[Any]) -> ast.StreamDecl:
         name, *events = children

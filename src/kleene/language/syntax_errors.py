@@ -42,6 +42,7 @@ _NAME_AFTER = {
     "_FROM": "a stream name",
     "_STREAM": "a stream name",
     "_EVENT": "an event type name",
+    "_QUERY": "a query name",
     "MORETHAN": "an event type",
     "LSQB": "an attribute name",
     "COLON": "an attribute type (int, double, string, boolean or primary_time)",
@@ -163,10 +164,34 @@ def syntax_error(exc: UnexpectedInput, text: str, literals: Mapping[str, str]) -
     else:  # pragma: no cover - lark has no other kinds today
         line, column = getattr(exc, "line", 1), getattr(exc, "column", 1)
         message = "syntax error"
+    separator = _semicolon_between_queries(text, line, column)
+    if separator is not None:
+        return QueryError(
+            "';' does not separate queries (it is the sequence operator): start the next "
+            "query with SELECT, or with a QUERY name: header, without ';'",
+            *separator,
+            text,
+        )
     if expected and not message.startswith("unterminated"):
         message += ", expected " + describe_expected(expected, previous, literals)
         message += _keyword_read_as_name(exc, text, expected)
     return QueryError(message, line, column, text)
+
+
+_SEPARATOR = re.compile(r";(\s|--[^\n]*\n)*(select|query)\b", re.IGNORECASE)
+
+
+def _semicolon_between_queries(text: str, line: int, column: int) -> tuple[int, int] | None:
+    """Where a ';' used to separate two queries is, if the error follows one."""
+    lines = text.split("\n")
+    offset = sum(len(x) + 1 for x in lines[: line - 1]) + column - 1
+    found = None
+    for m in _SEPARATOR.finditer(text, 0, offset):
+        found = m
+    if found is None or text[found.end() : offset].count("\n") > 1:
+        return None
+    pos = found.start()
+    return text.count("\n", 0, pos) + 1, pos - (text.rfind("\n", 0, pos) + 1) + 1
 
 
 def _keyword_read_as_name(exc: UnexpectedInput, text: str, expected: set[str]) -> str:

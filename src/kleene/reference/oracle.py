@@ -52,9 +52,15 @@ Semantics implemented (CORE paper §2 and the project's decisions):
   complex event is output only if it starts after the last position ``c`` at
   which something was output (globally, resp. in its partition); outputting
   at ``j`` sets ``c = j``.
-* FROM is ignored: every event given is in the stream.  An event type
-  qualified by a stream (``S>R``) only checks events that carry a
-  ``"__stream__"`` key.
+* Streams (``stream_key``, docs/semantics.md "Several streams"): each
+  event names its stream under ``stream_key``; an event without one is in
+  no stream (the engine reports it as a bad row).  FROM keeps the events of
+  the listed streams (all streams without FROM), which form the query's
+  stream *before* PARTITION BY, with **global** positions, exactly like a
+  partition: ``:``, STRICT, NOT(...) and UNLESS see only the query's
+  events, while ``WITHIN n EVENTS`` counts global positions.  ``S>R``
+  matches events of type R from stream S only.  Without ``stream_key`` the
+  input is one stream: FROM is ignored and ``S>R`` is ``R``.
 * Selection strategies (CEL thesis §4, valuation-free reading of spec §3.5)
   are applied per partition after WITHIN and before SELECT's projection and
   CONSUME BY, to the *full* position sets ``D`` of the matches, comparing only
@@ -146,6 +152,7 @@ class _Context:
 
     events: Sequence[Mapping[str, Any]]
     type_key: str
+    stream_key: str | None
     positions: Sequence[int]  # global positions of the substream, increasing
     following: dict[int, int]  # position -> next position of the substream
     tracked: frozenset[str] | None  # None: track every variable
@@ -162,11 +169,13 @@ class _Context:
             raise OracleBudgetExceeded(f"more than {self.budget} valuations")
 
 
-def _is_of_type(event: Mapping[str, Any], pattern: ast.EventType, type_key: str) -> bool:
+def _is_of_type(
+    event: Mapping[str, Any], pattern: ast.EventType, type_key: str, stream_key: str | None
+) -> bool:
     if event.get(type_key) != pattern.name:
         return False
-    if pattern.stream is not None and "__stream__" in event:
-        return bool(event["__stream__"] == pattern.stream)
+    if pattern.stream is not None and stream_key is not None:
+        return bool(event.get(stream_key) == pattern.stream)
     return True
 
 
@@ -317,7 +326,7 @@ def _eval(pattern: ast.Pattern, ctx: _Context) -> set[Valuation]:
         out = set()
         binds = ctx.tracks(pattern.name)
         for i in ctx.positions:
-            if _is_of_type(ctx.events[i], pattern, ctx.type_key):
+            if _is_of_type(ctx.events[i], pattern, ctx.type_key, ctx.stream_key):
                 here = frozenset((i,))
                 out.add(
                     Valuation(
@@ -461,15 +470,31 @@ def _window_test(
 # ---------------------------------------------------------------- partitions
 
 
+def in_query_stream(
+    query: ast.Query, events: Sequence[Mapping[str, Any]], stream_key: str | None
+) -> list[int]:
+    """Global positions of the events of the streams the query reads (FROM)."""
+    if stream_key is None:
+        return list(range(len(events)))
+    wanted = set(query.streams)
+    return [
+        i
+        for i, e in enumerate(events)
+        if e.get(stream_key) is not None and (not wanted or e.get(stream_key) in wanted)
+    ]
+
+
 def _partitions(
-    query: ast.Query, events: Sequence[Mapping[str, Any]]
+    query: ast.Query, events: Sequence[Mapping[str, Any]], stream_key: str | None = None
 ) -> dict[tuple[Any, ...], list[int]]:
-    """Partition key -> increasing global positions of its substream."""
+    """Partition key -> increasing global positions of its substream (of the FROM streams)."""
+    mine = in_query_stream(query, events, stream_key)
     keys = [attr for group in query.partition_by for attr in group]
     if not keys:
-        return {(): list(range(len(events)))}
+        return {(): mine}
     parts: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    for i, event in enumerate(events):
+    for i in mine:
+        event = events[i]
         key = tuple(event.get(k) for k in keys)
         if any(v is None for v in key):
             continue
@@ -481,12 +506,13 @@ def _context(
     events: Sequence[Mapping[str, Any]],
     positions: Sequence[int],
     type_key: str,
+    stream_key: str | None,
     tracked: frozenset[str] | None,
     admissible: Callable[[int, int], bool],
     budget: int | None,
 ) -> _Context:
     following = {a: b for a, b in zip(positions, positions[1:], strict=False)}
-    return _Context(events, type_key, positions, following, tracked, admissible, budget)
+    return _Context(events, type_key, stream_key, positions, following, tracked, admissible, budget)
 
 
 # ----------------------------------------------------------------- public API
@@ -506,7 +532,7 @@ def evaluate_pattern(
     every variable of the pattern); positions are always complete.
     """
     tracked = frozenset(variables) if variables is not None else pattern_variables(pattern)
-    ctx = _context(events, range(len(events)), type_key, tracked, lambda s, e: True, budget)
+    ctx = _context(events, range(len(events)), type_key, None, tracked, lambda s, e: True, budget)
     return _eval(pattern, ctx)
 
 
@@ -518,11 +544,13 @@ def evaluate(
     type_key: str = "type",
     budget: int | None = None,
     optimise: bool = True,
+    stream_key: str | None = None,
 ) -> set[ComplexEvent]:
     """The set of complex events ``(start, end, positions)`` of ``query``.
 
     ``times`` (non-decreasing, one per event) is only needed for duration
-    windows.  LIMIT is ignored (see the module docstring).  ``budget`` caps
+    windows.  ``stream_key`` names the key holding each event's stream
+    (None: the input is one stream).  LIMIT is ignored (see the module docstring).  ``budget`` caps
     the number of intermediate valuations (raising
     :class:`OracleBudgetExceeded`); None means no cap.  ``optimise=False``
     turns off early window pruning and records every variable: slower, same
@@ -544,10 +572,10 @@ def evaluate(
         admissible, tracked = (lambda s, e: True), None
 
     # Per partition: its substream and its matches by end position.
-    parts = _partitions(query, events)
+    parts = _partitions(query, events, stream_key)
     by_end: dict[int, list[tuple[tuple[Any, ...], Valuation]]] = defaultdict(list)
     for key, positions in parts.items():
-        ctx = _context(events, positions, type_key, tracked, admissible, budget)
+        ctx = _context(events, positions, type_key, stream_key, tracked, admissible, budget)
         for v in _eval(query.where, ctx):
             if final(v.start, v.end):
                 by_end[v.end].append((key, v))

@@ -25,7 +25,7 @@ dropped.  ``WITHIN n EVENTS`` uses positions as times.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +33,8 @@ import numpy as np
 from kleene.automata.determinize import LazyDFA
 from kleene.runtime.enumeration import Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
-from kleene.runtime.strategies import best_match, last_better, maximal_matches, next_better
+from kleene.runtime.nxt import NxtEvaluator, NxtRules
+from kleene.runtime.strategies import best_match, last_better, maximal_matches
 from kleene.runtime.tecs import Node
 
 NO_BOUND = -(1 << 62)
@@ -71,8 +72,13 @@ class Engine:
         """False turns skipping off (every event is stepped): for tests and measurements."""
         self.steps = 0
         """How many events went through Algorithm 1 (the others were skipped)."""
-        self.single = Evaluator(dfa)
-        self.partitions: dict[Hashable, Evaluator] = {}
+        if settings.strategy == "NEXT":
+            rules = NxtRules(dfa)
+            self._new: Callable[[], Evaluator | NxtEvaluator] = lambda: NxtEvaluator(dfa, rules)
+        else:
+            self._new = lambda: Evaluator(dfa)
+        self.single = self._new()
+        self.partitions: dict[Hashable, Evaluator | NxtEvaluator] = {}
         # How many partitions each automaton state is active in, and the set
         # of those states (None when it must be recomputed): an event is only
         # looked at when it is not inert for some active state.
@@ -105,7 +111,8 @@ class Engine:
         window = settings.window
         limit = settings.limit if settings.limit is not None else UNLIMITED
         consume = settings.consume
-        selecting = settings.strategy in ("NEXT", "LAST", "MAX")
+        nxt = settings.strategy == "NEXT"
+        selecting = settings.strategy in ("LAST", "MAX")
         uniq, inverse = np.unique(bits, return_inverse=True)
         inverse = inverse.reshape(-1)
         values: list[int] = uniq.tolist()
@@ -169,7 +176,7 @@ class Engine:
                     continue
                 ev = partitions.get(key)  # type: ignore[assignment]
                 if ev is None:
-                    ev = partitions[key] = Evaluator(dfa)
+                    ev = partitions[key] = self._new()
                 if skip_table(ev.active_key)[codes[i]]:
                     i += 1
                     continue
@@ -180,7 +187,10 @@ class Engine:
             self.steps += 1
             outputs = ev.step(pos, time, values[codes[i]], tau)  # type: ignore[arg-type]
             if outputs:
-                if selecting:
+                if nxt:
+                    out.extend((start, pos, found_positions, key) for start, found_positions in outputs)
+                    found = len(outputs)
+                elif selecting:
                     found = self._select(outputs, tau, out, limit, pos, key)
                 else:
                     found = 0
@@ -219,8 +229,7 @@ class Engine:
         if self.settings.strategy == "MAX":
             chosen = maximal_matches(outputs, tau)[:limit]
         else:
-            better = next_better if self.settings.strategy == "NEXT" else last_better
-            best = best_match(outputs, tau, better)
+            best = best_match(outputs, tau, last_better)
             chosen = [] if best is None else [best]
         out.extend((start, end, positions, key) for start, positions in chosen)
         return len(chosen)
@@ -233,7 +242,7 @@ class Engine:
             self._global = frozenset(self._counts)
         return self._global
 
-    def _update(self, ev: Evaluator) -> None:
+    def _update(self, ev: Evaluator | NxtEvaluator) -> None:
         """Refresh ``ev.active_key`` and, when partitioned, the per-state counts."""
         new = frozenset(ev.table)
         old = ev.active_key
@@ -253,7 +262,7 @@ class Engine:
                     self._global = None
                 counts[s] += 1
 
-    def _retire(self, ev: Evaluator) -> None:
+    def _retire(self, ev: Evaluator | NxtEvaluator) -> None:
         ev.clear()
         self._update(ev)
 
@@ -265,6 +274,6 @@ class Engine:
         waits for as many steps as there are partitions left.
         """
         partitions = self.partitions
-        for key in [k for k, e in partitions.items() if all(ul[0][1] < tau for ul in e.table.values())]:
+        for key in [k for k, e in partitions.items() if e.expired(tau)]:
             self._retire(partitions.pop(key))
         self._sweep_at = self.steps + max(SWEEP_STEPS, len(partitions))

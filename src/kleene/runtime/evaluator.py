@@ -48,6 +48,10 @@ class Evaluator:
         self.merged = {}
         self.unions = []
 
+    def expired(self, tau: int | float) -> bool:
+        """True when every run started before the window (nothing can output again)."""
+        return all(ul[0][1] < tau for ul in self.table.values())
+
     def step(self, pos: int, time: int, bits: int, tau: int) -> list[Node]:
         """Process the event at input position ``pos``; return the nodes to enumerate.
 

@@ -1,12 +1,15 @@
-"""Selection strategies NEXT, LAST and MAX, evaluated on the tECS at enumeration time.
+"""Selection strategies LAST and MAX, evaluated on the tECS at enumeration time.
 
 Each strategy compares the complex events that end at the same position (in
 one partition), on their whole position sets (docs/cel-semantics.md):
 
-* NEXT keeps the maximum of ``M ≤ M'`` iff ``min(M △ M') ∈ M'`` (earliest
-  events win), LAST the maximum of ``max(M △ M') ∈ M'`` (latest events win):
-  one complex event per end position;
+* LAST keeps the maximum of ``M ≤ M'`` iff ``max(M △ M') ∈ M'`` (latest
+  events win): one complex event per end position;
 * MAX keeps the sets not strictly contained in another.
+
+NEXT, which prefers the earliest events, has its own evaluator
+(:mod:`kleene.runtime.nxt`): the tECS orders runs by their latest start, which
+serves LAST and the window, not NEXT's earliest start.
 
 The tECS update is unchanged (constant time per event); the selection is a
 dynamic program over the nodes below the final states, within the window.
@@ -17,13 +20,14 @@ better of its children's.  Matches are persistent chains ``(pos, rest)``,
 latest position first, so extending one is O(1).
 
 The result below a union node is cached on the node (nodes never change, and
-the window bound ``tau`` only grows): for NEXT and LAST the best match stays
+the window bound ``tau`` only grows): for LAST the best match stays
 valid as long as it still starts inside the window, because dropping matches
 that were not the best cannot change the best; for MAX the maximal sets stay
 valid while they all start inside the window.  So a union node is usually
 resolved once, and the cost per end position is that of the nodes created
-since, times the cost of comparing matches (NEXT compares from the earliest
-events and can walk long matches; MAX compares sets).
+since, times the cost of comparing matches (LAST stops at the first
+difference from the latest events or at a shared older part; MAX compares
+sets).
 """
 
 from __future__ import annotations
@@ -34,14 +38,13 @@ from typing import Any
 from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION, Node
 
 Chain = Any
-"""Positions as a persistent linked list ``(pos, rest, first, length)``, latest first
-(``first`` is the earliest position); None when empty."""
+"""Positions as a persistent linked list ``(pos, rest)``, latest first; None when empty."""
 
 Best = tuple[int | float, int, Chain] | None
 """``(start time, start position, positions chain)`` of the preferred match, or None."""
 
 CACHE = 4
-"""Index, in a union node's list, of its cached best match for NEXT/LAST."""
+"""Index, in a union node's list, of its cached value (best match for LAST, maximal sets for MAX)."""
 
 
 def _positions(chain: Chain) -> list[int]:
@@ -65,33 +68,6 @@ def last_better(a: Best, b: Best) -> bool:
     return x is not None
 
 
-def next_better(a: Best, b: Best) -> bool:
-    """Is ``a`` preferred to ``b`` by NEXT (``min(a △ b) ∈ a``)?  Both non-None.
-
-    In ascending order the first difference decides.  Different earliest
-    positions decide at once; otherwise the chains are aligned on length and
-    walked back until they share their older part (the same object), and the
-    earliest difference seen on the way decides.
-    """
-    assert a is not None and b is not None
-    x, y = a[2], b[2]
-    if x is None or y is None:
-        return x is not None
-    if x[2] != y[2]:
-        return bool(x[2] < y[2])
-    longer = 0
-    while x[3] > y[3]:
-        x, longer = x[1], 1
-    while y[3] > x[3]:
-        y, longer = y[1], -1
-    decided = 0
-    while x is not y:
-        if x[0] != y[0]:
-            decided = 1 if x[0] < y[0] else -1
-        x, y = x[1], y[1]
-    return decided > 0 if decided else longer > 0
-
-
 Better = Callable[[Best, Best], bool]
 
 
@@ -108,9 +84,7 @@ def best_match(roots: list[Node], tau: int | float, better: Better) -> tuple[int
     def extend(below: Best, pos: int) -> Best:
         if below is None:
             return None
-        rest = below[2]
-        chain = (pos, rest, pos, 1) if rest is None else (pos, rest, rest[2], rest[3] + 1)
-        return (below[0], below[1], chain)
+        return (below[0], below[1], (pos, below[2]))
 
     found: Best = None
     for value in _solve(
@@ -200,9 +174,24 @@ def _solve(
 
 
 def _maximal(sets: list[Any]) -> list[Any]:
-    """The entries whose position set (last field) is contained in no other's."""
-    unique = list(dict.fromkeys(sets))
-    return [a for a in unique if not any(a[-1] < b[-1] for b in unique)]
+    """The entries whose position set (last field) is contained in no other's.
+
+    A set can only be strictly contained in a larger one, so entries are
+    taken largest first and each is checked against the kept larger ones
+    only: sets of equal size are never compared.
+    """
+    unique = sorted(dict.fromkeys(sets), key=lambda e: len(e[-1]), reverse=True)
+    kept: list[Any] = []
+    larger = 0  # kept[:larger] are strictly larger than the current entry
+    size = -1
+    for a in unique:
+        ps = a[-1]
+        if len(ps) != size:
+            size = len(ps)
+            larger = len(kept)
+        if not any(ps < b[-1] for b in kept[:larger]):
+            kept.append(a)
+    return kept
 
 
 def _post_order(root: Node, tau: int | float, leaf: Callable[[Node], bool]) -> list[Node]:

@@ -161,6 +161,7 @@ def detect(
     schema: Schema | None = None,
     query_id: str | None = None,
     ranges: int | None = None,
+    stream_column: str | None = None,
 ) -> DataFrame:
     """Run a CEQL query over ``df``; return one row per complex event (lazily).
 
@@ -173,6 +174,8 @@ def detect(
     ``ranges`` is the number of position ranges (default: twice the default
     parallelism); it is also the number of partitions of the global sort.
     ``ranges=1`` forces the single ordered task, e.g. to measure the speed-up.
+    ``stream_column`` names the column holding each event's stream (FROM
+    and ``S>E``, as in :func:`kleene.compile`); positions count every row.
 
     The query is compiled here, so query errors surface before any job runs;
     executors compile the text again (cheap, and nothing but text travels).
@@ -181,17 +184,24 @@ def detect(
     if isinstance(query, Query):
         text, schema = query.text, schema or query.schema
         type_column, time_column, time_unit = query.type_column, query.time_column, query.time_unit
+        stream_column = stream_column or query.stream_column
     else:
         text = query
     compiled = kleene.compile(
-        text, schema, type_column=type_column, time_column=time_column, time_unit=time_unit
+        text,
+        schema,
+        type_column=type_column,
+        time_column=time_column,
+        time_unit=time_unit,
+        stream_column=stream_column,
     )
     columns = list(df.columns)
     for name in columns:
         if name.startswith(PREFIX):
             raise KleeneError(f"column names starting with {PREFIX!r} are reserved: {name!r}")
     order_cols = [order_by] if isinstance(order_by, str) else list(order_by or [])
-    for name in [type_column, *( [time_column] if time_column else []), *order_cols]:
+    optional = [c for c in (time_column, stream_column) if c]
+    for name in [type_column, *optional, *order_cols]:
         if name not in columns:
             raise KleeneError(f"no column {name!r} in the input (columns: {', '.join(columns)})")
     if compiled.schema is None:
@@ -212,6 +222,7 @@ def detect(
         type_column=type_column,
         time_column=time_column,
         time_unit=time_unit,
+        stream_column=stream_column,
         columns=columns,
         mode=plan.mode,
         key_columns=[RANGE],
@@ -424,6 +435,7 @@ class _Evaluator:
         time_unit: str,
         columns: list[str],
         mode: str,
+        stream_column: str | None = None,
         key_columns: list[str],
         range_starts: list[tuple[int, float]] | None,
         query_id: str,
@@ -434,6 +446,7 @@ class _Evaluator:
         self.type_column = type_column
         self.time_column = time_column
         self.time_unit = time_unit
+        self.stream_column = stream_column
         self.columns = columns
         self.mode = mode
         self.key_columns = key_columns
@@ -448,6 +461,7 @@ class _Evaluator:
             type_column=self.type_column,
             time_column=self.time_column,
             time_unit=self.time_unit,
+            stream_column=self.stream_column,
         )
         keyed = self.mode == "ranges"
         partition_names = list(dict.fromkeys(query.partition_by))

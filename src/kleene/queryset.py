@@ -1,0 +1,359 @@
+"""Several queries over one stream, in one pass: ``kleene.compile_many([...]) -> QuerySet``.
+
+A :class:`QuerySet` has the methods of :class:`~kleene.api.Query` (run,
+matches, push, push_batch, flush, session) and gives, for each query, exactly
+the complex events that query gives alone; each complex event names its
+query (``ComplexEvent.query``, ``QueryMatch.query``).  Queries may differ in
+everything a query says (pattern, FROM, PARTITION BY, WITHIN, CONSUME BY,
+LIMIT, strategy); what describes the *input* is shared: the type, time and
+stream columns, the time unit, ``max_delay`` and the bad-row policy.
+
+What is shared per batch, so that n queries cost less than n runs:
+
+* reading, numbering and reordering (``max_delay``) the events;
+* :func:`~kleene.automata.conform.conform`, once per group of queries that
+  agree on the kind of every attribute they read (almost always one group);
+* the predicate evaluation: the union of the queries' atoms, deduplicated
+  structurally, evaluated once, vectorized
+  (:class:`~kleene.automata.shared.SharedPredicates`); each query's engine
+  gets its own bit layout by a few masked shifts.
+
+A row that is bad for a query is set aside *for that query only*, as when
+the query runs alone (another query may not read the bad attribute); the
+shared policy hands each bad row over once.
+
+Names: a ``QUERY name:`` header names the query that follows it; otherwise
+a query gets its text's name (a key of the mapping given to
+:func:`compile_many`, or the file name on the command line), with ``#k``
+appended when that text holds several queries, or else ``q<k>`` (k counts
+from 1 over the whole set).  Names must be unique.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from kleene.api import (
+    ComplexEvent,
+    Query,
+    QueryMatch,
+    ReorderBuffer,
+    Session,
+    _batches,
+    compile_parsed,
+    number_rows,
+)
+from kleene.automata.conform import Requirement, conform
+from kleene.automata.shared import SharedPredicates
+from kleene.io.badrows import BadRowPolicy
+from kleene.language.errors import KleeneError, QueryError
+from kleene.language.parser import name_span, parse
+from kleene.language.schema import Schema
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Queries that can share one conformed batch: they agree on every attribute's kind."""
+
+    members: tuple[int, ...]
+    requirements: dict[str, Requirement]
+    predicates: SharedPredicates
+
+
+def compile_many(
+    queries: str | Sequence[str | tuple[str | None, str]] | Mapping[str, str],
+    schema: Schema | None = None,
+    *,
+    type_column: str = "type",
+    time_column: str | None = None,
+    time_unit: str = "s",
+    on_bad_row: str | BadRowPolicy = "error",
+    max_delay: str | None = None,
+    stream_column: str | None = None,
+) -> QuerySet:
+    """Compile several CEQL queries to run together over one stream.
+
+    ``queries`` is one text, a list of texts (or of ``(name, text)`` pairs,
+    a name None for none), or a mapping name -> text; any text may hold
+    several queries, each optionally headed ``QUERY name:``
+    (see the module docstring for naming).  The keyword options are those of
+    :func:`kleene.compile` and apply to every query.
+    """
+    if isinstance(queries, str):
+        texts: list[tuple[str | None, str]] = [(None, queries)]
+    elif isinstance(queries, Mapping):
+        texts = [(str(k), v) for k, v in queries.items()]
+    else:
+        texts = [(None, t) if isinstance(t, str) else t for t in queries]
+    options: dict[str, Any] = {
+        "type_column": type_column,
+        "time_column": time_column,
+        "time_unit": time_unit,
+        "on_bad_row": on_bad_row,
+        "max_delay": max_delay,
+        "stream_column": stream_column,
+    }
+    compiled: list[Query] = []
+    names: list[str] = []
+    spans: dict[str, None] = {}
+    for base, text in texts:
+        program = parse(text)
+        for k, (query, given) in enumerate(zip(program.queries, program.names, strict=True)):
+            if given is not None:
+                name = str(given)
+            elif base is not None:
+                name = base if len(program.queries) == 1 else f"{base}#{k + 1}"
+            else:
+                name = f"q{len(names) + 1}"
+            if name in spans:
+                span = name_span(given, query.span) if given is not None else query.span
+                raise QueryError(f"two queries are named {name!r}", span.line, span.column, text)
+            spans[name] = None
+            compiled.append(compile_parsed(program, k, text, schema, **options))
+            names.append(name)
+    if not compiled:
+        raise KleeneError("no query to compile")
+    return QuerySet(compiled, names, **options)
+
+
+class QuerySet:
+    """Compiled queries evaluated together over one stream (see the module docstring)."""
+
+    def __init__(
+        self,
+        queries: Sequence[Query],
+        names: Sequence[str],
+        *,
+        type_column: str = "type",
+        time_column: str | None = None,
+        time_unit: str = "s",
+        on_bad_row: str | BadRowPolicy = "error",
+        max_delay: str | None = None,
+        stream_column: str | None = None,
+    ) -> None:
+        self.queries = list(queries)
+        self.names = list(names)
+        if len(set(self.names)) != len(self.names):
+            raise KleeneError("query names must be unique")
+        self.type_column = type_column
+        self.time_column = time_column
+        self.time_unit = time_unit
+        self.stream_column = stream_column
+        self._policy_spec = on_bad_row
+        self.max_delay = self.queries[0].max_delay if self.queries else None
+        self.groups = self._groups()
+        self._session = QuerySetSession(self)
+
+    def _groups(self) -> list[_Group]:
+        """Queries that agree on every attribute's kind share conform and predicates."""
+        plans: list[tuple[list[int], dict[str, Requirement]]] = []
+        for i, q in enumerate(self.queries):
+            for members, reqs in plans:
+                if all(reqs[a].kind == r.kind for a, r in q.requirements.items() if a in reqs):
+                    members.append(i)
+                    for attr, r in q.requirements.items():
+                        old = reqs.get(attr)
+                        if old is None:
+                            reqs[attr] = r
+                        elif old.event_types is None or r.event_types is None:
+                            reqs[attr] = Requirement(r.kind, None)
+                        else:
+                            reqs[attr] = Requirement(r.kind, old.event_types | r.event_types)
+                    break
+            else:
+                plans.append(([i], dict(q.requirements)))
+        return [
+            _Group(
+                tuple(members),
+                reqs,
+                SharedPredicates(
+                    [self.queries[i].atoms for i in members],
+                    type_column=self.type_column,
+                    stream_column=self.stream_column,
+                ),
+            )
+            for members, reqs in plans
+        ]
+
+    # ------------------------------------------------------------ public API
+    def session(self) -> QuerySetSession:
+        """A fresh evaluation state for all the queries."""
+        return QuerySetSession(self)
+
+    @property
+    def bad_rows(self) -> BadRowPolicy:
+        """The bad-row policy of the latest run (or of push/push_batch)."""
+        return getattr(self, "_last_session", self._session).policy
+
+    def run(self, source: Any) -> Iterator[ComplexEvent]:
+        """Evaluate every query over a whole source, from a fresh state.
+
+        Complex events come in order of end position; at one end position,
+        in the order of the queries.
+        """
+        session = QuerySetSession(self)
+        self._last_session = session
+        for batch in _batches(source):
+            yield from session.feed(batch, with_events=True)  # type: ignore[misc]
+        yield from session.flush(with_events=True)  # type: ignore[misc]
+
+    def matches(self, source: Any) -> Iterator[QueryMatch]:
+        """Like :meth:`run`, without the events' data."""
+        session = QuerySetSession(self)
+        self._last_session = session
+        for batch in _batches(source):
+            yield from session.feed(batch, with_events=False)  # type: ignore[misc]
+        yield from session.flush(with_events=False)  # type: ignore[misc]
+
+    def push(self, event: Mapping[str, Any]) -> list[ComplexEvent]:
+        """Feed one event; return the complex events it completes."""
+        return self.push_batch(pa.RecordBatch.from_pylist([dict(event)]))
+
+    def push_batch(self, batch: pa.RecordBatch | pa.Table) -> list[ComplexEvent]:
+        """Feed a batch of events; return the complex events they complete."""
+        self._last_session = self._session
+        out: list[ComplexEvent] = []
+        for b in _batches(batch):
+            out.extend(self._session.feed(b, with_events=True))  # type: ignore[arg-type]
+        return out
+
+    def flush(self) -> list[ComplexEvent]:
+        """End of the pushed stream: release the events still held back by ``max_delay``."""
+        self._last_session = self._session
+        return self._session.flush(with_events=True)  # type: ignore[return-value]
+
+
+class QuerySetSession:
+    """The evaluation state of a :class:`QuerySet`: one :class:`Session` per query, shared stages."""
+
+    def __init__(self, qs: QuerySet) -> None:
+        self.qs = qs
+        spec = qs._policy_spec
+        self.policy = spec if isinstance(spec, BadRowPolicy) else BadRowPolicy(spec)
+        reported: set[int] = set()
+        self.sessions: list[Session] = []
+        for q, name in zip(qs.queries, qs.names, strict=True):
+            s = Session(q, self.policy)
+            s.name = name
+            s.reported = reported
+            self.sessions.append(s)
+        self.next_row = 0
+        q0 = qs.queries[0]
+        self.reorder = (
+            None
+            if qs.max_delay is None
+            else ReorderBuffer(q0.time_column or "", q0.time_unit, qs.max_delay)
+        )
+
+    def feed(
+        self, batch: pa.RecordBatch, *, with_events: bool = True, positions: np.ndarray | None = None
+    ) -> list[QueryMatch] | list[ComplexEvent]:
+        """Evaluate one batch for every query; return the complex events it completes."""
+        if self.reorder is not None and positions is None:
+            return self._released(batch, with_events=with_events, final=False)
+        return self._evaluate(batch, with_events=with_events, positions=positions)
+
+    def flush(self, *, with_events: bool = True) -> list[QueryMatch] | list[ComplexEvent]:
+        if self.reorder is None or not self.reorder.holding:
+            return []
+        return self._released(None, with_events=with_events, final=True)
+
+    def _released(
+        self, batch: pa.RecordBatch | None, *, with_events: bool, final: bool
+    ) -> list[Any]:
+        assert self.reorder is not None
+        out: list[Any] = []
+        parts = self.reorder.push(batch, final=final, set_aside=self.sessions[0]._set_aside)
+        for part, input_rows in parts:
+            positions = np.arange(self.next_row, self.next_row + part.num_rows, dtype=np.int64)
+            out.extend(
+                self._evaluate(part, with_events=with_events, positions=positions, report=input_rows)
+            )
+        return out
+
+    def _evaluate(
+        self,
+        batch: pa.RecordBatch,
+        *,
+        with_events: bool,
+        positions: np.ndarray | None,
+        report: np.ndarray | None = None,
+    ) -> list[Any]:
+        qs = self.qs
+        n = batch.num_rows
+        positions = number_rows(self.next_row, n, positions)
+        if n == 0:
+            return []
+        self.next_row = int(positions[-1]) + 1
+        named = positions if report is None else np.asarray(report, dtype=np.int64)
+        results: list[list[Any]] = [[] for _ in self.sessions]
+        types: list[Any] | None = None
+        for group in qs.groups:
+            conformed, problems = conform(batch, group.requirements, type_column=qs.type_column)
+            bits = group.predicates.evaluate(conformed)
+            if problems and types is None and qs.type_column in batch.schema.names:
+                types = batch.column(qs.type_column).to_pylist()
+            for index, query_bits in zip(group.members, bits, strict=True):
+                s = self.sessions[index]
+                s.next_row = self.next_row
+                s.check_schema(batch)
+                bad = _problems_of(s.query, problems, types, qs.type_column)
+                mine = s.stream_rows(batch, named)
+                original, rows, pos, names, qbits = batch, conformed, positions, named, query_bits
+                if mine is not None:
+                    keep = pa.array(mine)
+                    original, rows = batch.filter(keep), conformed.filter(keep)
+                    pos, names, qbits = positions[mine], named[mine], query_bits[mine]
+                    index_of = np.cumsum(mine) - 1
+                    bad = [(int(index_of[r]), c, why) for r, c, why in bad if mine[r]]
+                results[index] = s.process(
+                    original, rows, bad, pos, names, qbits, with_events=with_events
+                )
+        return _merge(results)
+
+
+def _problems_of(
+    query: Query,
+    problems: list[tuple[int, str, str]],
+    types: list[Any] | None,
+    type_column: str,
+) -> list[tuple[int, str, str]]:
+    """The problems conform found that concern ``query``: the rows it needs valid."""
+    if not problems:
+        return []
+    out = []
+    for row, column, reason in problems:
+        if column == type_column:
+            out.append((row, column, reason))
+            continue
+        req = query.requirements.get(column)
+        if req is None:
+            continue
+        if req.event_types is None or (types is not None and _as_name(types[row]) in req.event_types):
+            out.append((row, column, reason))
+    return out
+
+
+def _as_name(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _merge(results: list[list[Any]]) -> list[Any]:
+    """One list in order of end position; at one end, in query order (a stable sort).
+
+    Each query's list is already in end order; the sort is a numpy stable
+    argsort of the ends, so its cost per complex event is small next to
+    enumerating it.
+    """
+    filled = [r for r in results if r]
+    if len(filled) <= 1:
+        return filled[0] if filled else []
+    merged: list[Any] = [x for r in filled for x in r]
+    ends = np.fromiter((x.end for x in merged), np.int64, len(merged))
+    order = np.argsort(ends, kind="stable")
+    return [merged[i] for i in order.tolist()]

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import core_output, datasets, workloads  # noqa: E402
+from benchmarks.shrink import Judge, kleene_set, renumber, shrink  # noqa: E402
 from benchmarks.suite import Runner, compare, limit_of, read_dump  # noqa: E402
 
 import kleene  # noqa: E402
@@ -362,3 +363,27 @@ def test_kleene_and_core_agree_on_generated_data(tmp_path: Path) -> None:
         assert compare(mine, theirs, limit_of(kq)) == "", name
         compared += len(mine)
     assert compared > 1000  # the workloads did produce complex events to compare
+
+
+# --------------------------------------------------------------------------- shrinking
+
+
+class _TwoQueries(Judge):
+    """A judge whose two sides are kleene on two different queries (fast, in-process)."""
+
+    def outputs(self, table: pa.Table) -> tuple[set[tuple[int, ...]], set[tuple[int, ...]]]:
+        table = renumber(table)
+        self.tried += 1
+        return kleene_set(self.kq, table), kleene_set(self.cq, table)
+
+
+def test_shrink_finds_a_minimal_disagreement() -> None:
+    left = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] WITHIN 10 EVENTS"
+    right = left.replace("price > 100", "price > 110")
+    judge = _TwoQueries(left, right, Runner.__new__(Runner), budget=500)
+    small = shrink(datasets.synthetic(400, 3), judge)
+    assert small.num_rows == 2  # a SELL priced in (100, 110], then a BUY
+    sell, buy = small.to_pylist()
+    assert sell["type"] == "SELL" and 100 < sell["price"] <= 110 and buy["type"] == "BUY"
+    assert small.column("id").to_pylist() == [0, 1]
+    assert judge.outputs(small) == ({(0, 1, 0, 1)}, set())

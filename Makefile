@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean bench
+.PHONY: demo test lint venv clean bench venv-core bench-core
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,11 +22,36 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
-test: lint
+# The CORE venv is a prerequisite: tests/test_bench_core.py compares kleene with CORE.
+test: lint $(CORE_STAMP)
 	$(BIN)/pytest
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/core_queries.py
 
+# CORE (the C++ engine of the CORE paper, PyPI `pycer`) ships cp313 wheels only: it gets its own
+# Python 3.13 venv. CORE_PYTHON defaults to pyenv's 3.13.0 (see ../shared notes / docs/benchmarks.md).
+CORE_VENV := .venv-core
+CORE_STAMP := $(CORE_VENV)/.installed
+CORE_PYTHON ?= $(shell PYENV_VERSION=3.13.0 pyenv which python 2>/dev/null || command -v python3.13)
+BENCH_STAMP := $(VENV)/.bench-installed
+BENCH_ARGS ?=
+
+$(CORE_STAMP):
+	@test -n "$(CORE_PYTHON)" || { echo "Python 3.13 not found: set CORE_PYTHON=/path/to/python3.13"; exit 1; }
+	$(CORE_PYTHON) -m venv $(CORE_VENV)
+	$(CORE_VENV)/bin/pip install --quiet pycer==0.1.6 pyarrow
+	touch $(CORE_STAMP)
+
+venv-core: $(CORE_STAMP)
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+# kleene and CORE side by side on the CORE paper's workloads (docs/benchmarks.md), ~10-15 min.
+bench-core: $(BENCH_STAMP) $(CORE_STAMP)
+	$(BIN)/python -m benchmarks.suite $(BENCH_ARGS)
+
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) $(CORE_VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .hypothesis

@@ -1,36 +1,31 @@
-"""Generate N synthetic stock events as Parquet (seeded, vectorized).
+"""Write seeded benchmark events: the core issue's synthetic stock stream, or any dataset of the suite.
 
-The CORE paper's stock experiments use a stream of BUY and SELL events over a
-handful of stock names, with prices uniform in [0, 200].  This generator
-reproduces that shape so that kleene's figures can be set beside CORE's:
+Without ``--dataset``, this writes N events of the synthetic stock stream of the core issue
+(``benchmarks.datasets.synthetic``: BUY/SELL 50/50, 5 names, price uniform in [0, 200), volume,
+``time`` in ms) to ``benchmarks/data/stock_<N>.parquet``, the file ``core_queries.py``,
+``memory.py`` and ``strategies.py`` read.  With ``--dataset stock|smart_homes|taxi|synthetic``
+it writes that generator's events as Parquet and CSV (``benchmarks/data/<dataset>_<N>_s<seed>.*``),
+the files the side-by-side suite (``python -m benchmarks.suite``) uses.  Files are reused when
+they exist, so repeated benchmark runs measure the engine and not the generator.
 
-* ``type``: BUY or SELL, 50/50
-* ``name``: one of 5 ticker names, uniformly
-* ``price``: float, uniform in [0, 200)
-* ``volume``: int64, uniform in [1, 10000]
-* ``time``: int64 milliseconds since the epoch, strictly increasing
-  (gaps of 1 to 20 ms), for time-window queries (``--time-unit ms``)
-
-Files go to ``benchmarks/data/stock_<N>.parquet`` and are reused when they
-exist, so repeated benchmark runs measure the engine and not the generator.
-
-Usage: ``python benchmarks/generate.py [--events N] [--seed S] [--force]``
+Usage: ``python benchmarks/generate.py [--events N] [--seed S] [--force] [--dataset D]``
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
-NAMES = np.array(["MSFT", "INTC", "AAPL", "GOOG", "AMZN"])
-TYPES = np.array(["BUY", "SELL"])
-START_MS = 1_700_000_000_000
-ROW_GROUP = 131_072  # small row groups keep the streaming reader's memory small
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import datasets  # noqa: E402
+
+DATA_DIR = datasets.DATA_DIR
+ROW_GROUP = datasets.ROW_GROUP  # small row groups keep the streaming reader's memory small
 
 
 def data_path(n: int) -> Path:
@@ -38,21 +33,12 @@ def data_path(n: int) -> Path:
 
 
 def make_table(n: int, seed: int = 0) -> pa.Table:
-    """The N events as an Arrow table (deterministic for a given seed)."""
-    rng = np.random.default_rng(seed)
-    return pa.table(
-        {
-            "type": pa.array(TYPES[rng.integers(0, 2, n)]),
-            "name": pa.array(NAMES[rng.integers(0, len(NAMES), n)]),
-            "price": pa.array(rng.uniform(0.0, 200.0, n)),
-            "volume": pa.array(rng.integers(1, 10_001, n, dtype=np.int64)),
-            "time": pa.array(START_MS + np.cumsum(rng.integers(1, 21, n, dtype=np.int64))),
-        }
-    )
+    """The N synthetic stock events as an Arrow table (deterministic for a given seed)."""
+    return datasets.synthetic(n, seed)
 
 
 def generate(n: int = 1_000_000, *, seed: int = 0, force: bool = False, path: Path | None = None) -> Path:
-    """Write ``stock_<n>.parquet`` unless it exists; return its path."""
+    """Write ``stock_<n>.parquet`` (the synthetic stream) unless it exists; return its path."""
     target = path or data_path(n)
     if target.exists() and not force:
         return target
@@ -68,7 +54,12 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000, help="number of events (default 1,000,000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--force", action="store_true", help="regenerate even if the file exists")
+    parser.add_argument("--dataset", choices=sorted(datasets.GENERATORS), help="write this dataset as Parquet and CSV")
     args = parser.parse_args()
+    if args.dataset:
+        for path in datasets.write(args.dataset, args.events, args.seed, force=args.force).values():
+            print(path)
+        return
     path = generate(args.events, seed=args.seed, force=args.force)
     print(f"{path} ({pq.ParquetFile(path).metadata.num_rows:,} events)")
 

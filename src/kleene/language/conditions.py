@@ -182,14 +182,15 @@ def problem(filtered: ast.Pattern, atom: ast.FilterAtom, ref: ast.VarAttr) -> st
     return None
 
 
-def _plain(node: Any, target: str) -> Any:
+def plain_attrs(node: Any, target: str) -> Any:
+    """``x.attr`` inside ``x[...]`` is just ``attr`` (a unary predicate or expression)."""
     if isinstance(node, ast.VarAttr) and node.var == target and not node.prev:
         return ast.Attr(node.name, node.span)
     changes = {}
     for name in ("left", "right", "operand", "low", "high"):
         child = getattr(node, name, None)
         if child is not None:
-            changes[name] = _plain(child, target)
+            changes[name] = plain_attrs(child, target)
     return dataclasses.replace(node, **changes) if changes else node
 
 
@@ -208,7 +209,7 @@ def without_self_references(p: ast.Pattern) -> ast.Pattern:
 
 def _plain_filter(cond: ast.FilterExpr) -> ast.FilterExpr:
     if isinstance(cond, ast.FilterAtom):
-        return dataclasses.replace(cond, pred=_plain(cond.pred, cond.var))
+        return dataclasses.replace(cond, pred=plain_attrs(cond.pred, cond.var))
     return dataclasses.replace(cond, left=_plain_filter(cond.left), right=_plain_filter(cond.right))
 
 

@@ -51,7 +51,14 @@ from typing import Any
 from kleene.automata.compile import NOT_LABEL
 from kleene.automata.predicates import structural_key
 from kleene.language import ast
-from kleene.language.conditions import atoms, conjuncts, reads_others, reads_prev, var_attrs
+from kleene.language.conditions import (
+    atoms,
+    conjuncts,
+    plain_attrs,
+    reads_others,
+    reads_prev,
+    var_attrs,
+)
 from kleene.registers.guards import Guard, compile_guard
 
 
@@ -159,18 +166,6 @@ def without_empty(p: ast.Pattern) -> ast.Pattern:
             out = ast.Or(out, right, p.span)
         return out
     raise TypeError(f"the register engine does not evaluate {type(p).__name__}")
-
-
-def _normalize(node: Any, target: str) -> Any:
-    """``x.attr`` inside ``x[...]`` is just ``attr`` (a predicate or expression)."""
-    if isinstance(node, ast.VarAttr) and node.var == target and not node.prev:
-        return ast.Attr(node.name, node.span)
-    changes = {}
-    for name in ("left", "right", "operand", "low", "high"):
-        child = getattr(node, name, None)
-        if child is not None:
-            changes[name] = _normalize(child, target)
-    return dataclasses.replace(node, **changes) if changes else node
 
 
 def _and(preds: list[ast.Pred]) -> ast.Pred:
@@ -287,7 +282,7 @@ class _Builder:
             )
         frag = self.build(p.pattern)
         x = cond.var
-        parts: list[ast.Pred] = [_normalize(c, x) for c in conjuncts(cond.pred)]
+        parts: list[ast.Pred] = [plain_attrs(c, x) for c in conjuncts(cond.pred)]
         unary = [c for c in parts if not reads_others(c, x)]
         nary = [c for c in parts if reads_others(c, x)]
         mask = self.bit(_and(unary)) if unary else 0

@@ -5,6 +5,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+# CORE (the C++ engine of the CORE paper, PyPI `pycer`) ships cp313 wheels only: it gets its own
+# Python 3.13 venv. CORE_PYTHON defaults to pyenv's 3.13.0 (see ../shared notes / docs/benchmarks.md).
+CORE_VENV := .venv-core
+CORE_STAMP := $(CORE_VENV)/.installed
+CORE_PYTHON ?= $(shell PYENV_VERSION=3.13.0 pyenv which python 2>/dev/null || command -v python3.13 || ls $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.13*/bin/python 2>/dev/null | head -1)
+BENCH_STAMP := $(VENV)/.bench-installed
+BENCH_ARGS ?=
+
 .PHONY: demo test lint venv clean bench venv-core bench-core
 
 $(STAMP): pyproject.toml
@@ -29,13 +37,6 @@ test: lint $(CORE_STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/core_queries.py
 
-# CORE (the C++ engine of the CORE paper, PyPI `pycer`) ships cp313 wheels only: it gets its own
-# Python 3.13 venv. CORE_PYTHON defaults to pyenv's 3.13.0 (see ../shared notes / docs/benchmarks.md).
-CORE_VENV := .venv-core
-CORE_STAMP := $(CORE_VENV)/.installed
-CORE_PYTHON ?= $(shell PYENV_VERSION=3.13.0 pyenv which python 2>/dev/null || command -v python3.13)
-BENCH_STAMP := $(VENV)/.bench-installed
-BENCH_ARGS ?=
 
 $(CORE_STAMP):
 	@test -n "$(CORE_PYTHON)" || { echo "Python 3.13 not found: set CORE_PYTHON=/path/to/python3.13"; exit 1; }

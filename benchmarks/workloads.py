@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from benchmarks.datasets import TAXI_CHAIN
+
 PROTOCOLS = ("paper", "all")
 NS = (3, 6, 9, 12, 24)
 SWEEP = (1, 2, 3, 4)
@@ -36,32 +38,8 @@ SWEEP = (1, 2, 3, 4)
 STOCK_NAMES_BY_POSITION = ("INTC", "RIMM", "QQQ", "IPIX", "AMAT", "CSCO", "YHOO", "DELL", "ORCL", "MSFT", "INTC", "RIMM") * 2
 STOCK_TYPES_BY_POSITION = ("SELL", "BUY", "BUY") * 8
 HOUSEHOLDS_BY_POSITION = (0, 2, 4, 6, 9, 10, 12, 14, 15, 4, 9, 10) * 2
-TAXI_LEGS = (
-    ("East Harlem North", "Midwood"),
-    ("Midwood", "Gravesend"),
-    ("Gravesend", "West Brighton"),
-    ("West Brighton", "Lincoln Square West"),
-    ("Lincoln Square West", "Sutton Place/Turtle Bay North"),
-    ("Sutton Place/Turtle Bay North", "East Concourse/Concourse Village"),
-    ("East Concourse/Concourse Village", "East Harlem North"),
-    ("East Harlem North", "East Harlem North"),
-    ("East Harlem North", "Gravesend"),
-    ("Gravesend", "Midwood"),
-    ("Midwood", "Midwood"),
-    ("Midwood", "Gravesend"),
-    ("Gravesend", "Midwood"),
-    ("Midwood", "Gravesend"),
-    ("Gravesend", "West Brighton"),
-    ("West Brighton", "Lincoln Square West"),
-    ("Lincoln Square West", "Sutton Place/Turtle Bay North"),
-    ("Sutton Place/Turtle Bay North", "East Concourse/Concourse Village"),
-    ("East Concourse/Concourse Village", "East Harlem North"),
-    ("East Harlem North", "East Harlem North"),
-    ("East Harlem North", "Gravesend"),
-    ("Gravesend", "Midwood"),
-    ("Midwood", "Midwood"),
-    ("Midwood", "Gravesend"),
-)
+TAXI_LEGS = TAXI_CHAIN
+"""The legs loc1..loc24 of the paper's taxi queries (appendix A.3), as the generator plants them."""
 
 WINDOW = {"stock": (10000, "stock_time"), "smart_homes": (10, "plug_timestamp"), "taxi": (10000, "dropoff_datetime")}
 PREFIX = {"stock": "S", "smart_homes": "H", "taxi": "T"}

@@ -34,7 +34,7 @@ from kleene.automata.determinize import LazyDFA
 from kleene.runtime.enumeration import Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
 from kleene.runtime.nxt import NxtEvaluator, NxtRules
-from kleene.runtime.strategies import best_match, last_better, maximal_matches
+from kleene.runtime.strategies import last_match, maximal_matches
 from kleene.runtime.tecs import Node
 
 NO_BOUND = -(1 << 62)
@@ -229,7 +229,7 @@ class Engine:
         if self.settings.strategy == "MAX":
             chosen = maximal_matches(outputs, tau)[:limit]
         else:
-            best = best_match(outputs, tau, last_better)
+            best = last_match(outputs, tau)
             chosen = [] if best is None else [best]
         out.extend((start, end, positions, key) for start, positions in chosen)
         return len(chosen)

@@ -68,16 +68,13 @@ def last_better(a: Best, b: Best) -> bool:
     return x is not None
 
 
-Better = Callable[[Best, Best], bool]
-
-
-def best_match(roots: list[Node], tau: int | float, better: Better) -> tuple[int, tuple[int, ...]] | None:
-    """The preferred complex event below ``roots`` starting at ``tau`` or later."""
+def last_match(roots: list[Node], tau: int | float) -> tuple[int, tuple[int, ...]] | None:
+    """LAST's complex event below ``roots``, starting at ``tau`` or later."""
 
     def combine(x: Best, y: Best) -> Best:
         if x is None:
             return y
-        if y is None or better(x, y):
+        if y is None or last_better(x, y):
             return x
         return y
 

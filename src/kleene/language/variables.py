@@ -71,3 +71,23 @@ def single_event(p: ast.Pattern) -> bool:
     if isinstance(p, ast.Or):
         return single_event(p.left) and single_event(p.right)
     return False
+
+
+def nullable(pattern: ast.Pattern) -> bool:
+    """Whether the empty match ε belongs to ``pattern`` (only through ``*``).
+
+    ε is never stored as a valuation (a complex event is non-empty); the flag
+    only tells ``;``/``:`` that the operand may be skipped.  AS, FILTER, AND,
+    ALL, UNLESS and NOT deliberately cut it off (they use ``φ*`` as ``φ+``):
+    binding a variable to nothing, an empty conjunct, or "unless ε" (which
+    would exclude every match) are not useful readings.
+    """
+    if isinstance(pattern, ast.Star):
+        return True
+    if isinstance(pattern, ast.Seq):
+        return nullable(pattern.left) and nullable(pattern.right)
+    if isinstance(pattern, ast.Or):
+        return nullable(pattern.left) or nullable(pattern.right)
+    if isinstance(pattern, ast.Iter):
+        return nullable(pattern.pattern)
+    return False

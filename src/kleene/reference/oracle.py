@@ -100,7 +100,7 @@ from typing import Any, NamedTuple
 
 from kleene.language import ast
 from kleene.language.conditions import conjuncts, reads_prev, var_attrs
-from kleene.language.variables import single_event
+from kleene.language.variables import nullable, single_event
 from kleene.reference.predicates import Others, holds
 
 ComplexEvent = tuple[int, int, tuple[int, ...]]
@@ -275,26 +275,6 @@ def _iterate(base: set[Valuation], contiguous: bool, ctx: _Context) -> set[Valua
         result |= new
         frontier = new
     return result
-
-
-def nullable(pattern: ast.Pattern) -> bool:
-    """Whether the empty match ε belongs to ``pattern`` (only through ``*``).
-
-    ε is never stored as a valuation (a complex event is non-empty); the flag
-    only tells ``;``/``:`` that the operand may be skipped.  AS, FILTER, AND,
-    ALL, UNLESS and NOT deliberately cut it off (they use ``φ*`` as ``φ+``):
-    binding a variable to nothing, an empty conjunct, or "unless ε" (which
-    would exclude every match) are not useful readings.
-    """
-    if isinstance(pattern, ast.Star):
-        return True
-    if isinstance(pattern, ast.Seq):
-        return nullable(pattern.left) and nullable(pattern.right)
-    if isinstance(pattern, ast.Or):
-        return nullable(pattern.left) or nullable(pattern.right)
-    if isinstance(pattern, ast.Iter):
-        return nullable(pattern.pattern)
-    return False
 
 
 def _all(left: set[Valuation], right: set[Valuation], ctx: _Context) -> set[Valuation]:

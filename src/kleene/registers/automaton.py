@@ -59,6 +59,7 @@ from kleene.language.conditions import (
     reads_prev,
     var_attrs,
 )
+from kleene.language.variables import nullable
 from kleene.registers.guards import Guard, compile_guard
 
 
@@ -133,18 +134,6 @@ class SRT:
 
 
 # ---------------------------------------------------------------- rewriting
-
-
-def nullable(p: ast.Pattern) -> bool:
-    if isinstance(p, ast.Star):
-        return True
-    if isinstance(p, ast.Seq):
-        return nullable(p.left) and nullable(p.right)
-    if isinstance(p, ast.Or):
-        return nullable(p.left) or nullable(p.right)
-    if isinstance(p, ast.Iter):
-        return nullable(p.pattern)
-    return False
 
 
 def without_empty(p: ast.Pattern) -> ast.Pattern:

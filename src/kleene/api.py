@@ -37,6 +37,7 @@ from kleene.automata.compile import Atoms, compile_pattern
 from kleene.automata.conform import Requirement, conform
 from kleene.automata.determinize import LazyDFA
 from kleene.automata.predicates import PredicateTable, infer_kinds
+from kleene.batches import EventRows, MatchBatch
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.timecol import to_nanos
 from kleene.language import ast
@@ -52,7 +53,7 @@ from kleene.registers.automaton import SRT, compile_srt
 from kleene.registers.pairs import pair_plan
 from kleene.registers.runtime import RegisterEngine
 from kleene.runtime.engine import Engine, Settings
-from kleene.runtime.enumeration import Found
+from kleene.runtime.enumeration import Columns, Found
 from kleene.runtime.store import EventStore
 
 DICT_BATCH = 4096
@@ -343,6 +344,25 @@ class Query:
         for batch in _batches(source):
             yield from session.feed(batch, with_events=False)  # type: ignore[misc]
         yield from session.flush(with_events=False)  # type: ignore[misc]
+
+    def match_batches(self, source: Any, *, events: bool = False) -> Iterator[MatchBatch]:
+        """The bulk path: like :meth:`matches` (or :meth:`run` with ``events``), in columns.
+
+        One :class:`~kleene.batches.MatchBatch` per input batch that completes
+        complex events: the same complex events as :meth:`matches`, in the same
+        order, without a Python object per complex event.  With ``events``,
+        each batch can gather its events' data (``to_arrow()``, JSON Lines).
+        """
+        session = Session(self)
+        self._last_session = session
+        for batch in _batches(source):
+            yield from session.feed_columns(batch, events=events)
+        yield from session.flush_columns(events=events)
+
+    def run_arrow(self, source: Any, *, events: bool = True) -> Iterator[pa.RecordBatch]:
+        """The complex events as Arrow record batches (see :meth:`MatchBatch.to_arrow`)."""
+        for batch in self.match_batches(source, events=events):
+            yield batch.to_arrow()
 
     def push(self, event: Mapping[str, Any]) -> list[ComplexEvent]:
         """Feed one event; return the complex events it completes."""
@@ -653,9 +673,26 @@ class Session:
             return []
         return self._feed_out_of_order(None, with_events=with_events, final=True)
 
+    def feed_columns(
+        self, batch: pa.RecordBatch, *, events: bool = False, positions: np.ndarray | None = None
+    ) -> list[MatchBatch]:
+        """:meth:`feed` on the bulk path: the complex events as one :class:`MatchBatch` (or none).
+
+        ``events`` keeps access to the events' data (for Arrow and JSON output).
+        """
+        if self.reorder is not None and positions is None:
+            return self._feed_out_of_order(batch, with_events=events, final=False, columnar=True)
+        return self._evaluate(batch, with_events=events, positions=positions, columnar=True)
+
+    def flush_columns(self, *, events: bool = False) -> list[MatchBatch]:
+        """:meth:`flush` on the bulk path."""
+        if self.reorder is None or not self.reorder.holding:
+            return []
+        return self._feed_out_of_order(None, with_events=events, final=True, columnar=True)
+
     def _feed_out_of_order(
-        self, batch: pa.RecordBatch | None, *, with_events: bool, final: bool
-    ) -> list[Match] | list[ComplexEvent]:
+        self, batch: pa.RecordBatch | None, *, with_events: bool, final: bool, columnar: bool = False
+    ) -> list[Any]:
         """Buffer rows and evaluate, in (time, arrival) order, those behind the watermark.
 
         Released rows are numbered in release order, so positions follow time
@@ -666,7 +703,10 @@ class Session:
         for part, input_rows in self.reorder.push(batch, final=final, set_aside=self._set_aside):
             positions = np.arange(self.next_row, self.next_row + part.num_rows, dtype=np.int64)
             out.extend(
-                self._evaluate(part, with_events=with_events, positions=positions, report=input_rows)
+                self._evaluate(
+                    part, with_events=with_events, positions=positions, report=input_rows,
+                    columnar=columnar,
+                )
             )
         return out
 
@@ -677,7 +717,8 @@ class Session:
         with_events: bool,
         positions: np.ndarray | None,
         report: np.ndarray | None = None,
-    ) -> list[Match] | list[ComplexEvent]:
+        columnar: bool = False,
+    ) -> list[Any]:
         """The pipeline for rows in stream order: streams, conform, predicates, engine.
 
         ``report`` gives the row numbers that bad-row messages name (the
@@ -696,7 +737,9 @@ class Session:
             batch, positions, named = batch.filter(pa.array(mine)), positions[mine], named[mine]
         original = batch
         batch, bad = conform(batch, q.requirements_for(batch.schema), type_column=q.type_column)
-        return self.process(original, batch, bad, positions, named, None, with_events=with_events)
+        return self.process(
+            original, batch, bad, positions, named, None, with_events=with_events, columnar=columnar
+        )
 
     def check_schema(self, batch: pa.RecordBatch) -> None:
         """Without a declared schema, check the query against the first batch's columns."""
@@ -748,12 +791,15 @@ class Session:
         bits: np.ndarray | None,
         *,
         with_events: bool,
-    ) -> list[Match] | list[ComplexEvent]:
+        columnar: bool = False,
+    ) -> list[Any]:
         """Set aside the bad rows, then run the engine on the others.
 
         ``batch`` is the conformed ``original`` (the query's rows only);
         ``bits`` its predicate bit vectors when they were evaluated already
-        (several queries sharing one evaluation), else None.
+        (several queries sharing one evaluation), else None.  ``columnar``:
+        the engine enumerates into :class:`Columns` and the result is one
+        :class:`MatchBatch` (none when the batch completes no complex event).
         """
         q = self.query
         n = batch.num_rows
@@ -775,7 +821,7 @@ class Session:
         keys = self._keys(batch)
         if bits is None:
             bits = q.predicates.evaluate(batch)
-        found: list[Found] = []
+        found: list[Found] | Columns = Columns() if columnar else []
 
         pos_list: list[int] = positions.tolist()
         time_list = times.tolist() if times is not None else None
@@ -784,19 +830,48 @@ class Session:
             self.store.add(batch, positions, max_time)
         with _no_cyclic_gc():
             engine = self.engine
+            # A Columns takes Found tuples too (append, extend): the engines
+            # need not know which path they fill.
             if isinstance(engine, RegisterEngine):
-                engine.run_batch(batch, bits, positions, times, keys, found)
+                engine.run_batch(batch, bits, positions, times, keys, found)  # type: ignore[arg-type]
             else:
-                engine.run_batch(bits, pos_list, time_list, keys, found)
+                engine.run_batch(bits, pos_list, time_list, keys, found)  # type: ignore[arg-type]
+            if isinstance(found, Columns):
+                return self._match_batch(found, with_events)
             if not with_events:
                 new = tuple.__new__
                 if self.name is not None:
                     tag = (self.name,)
-                    return [new(QueryMatch, tag + f) for f in found]  # type: ignore[return-value]
+                    return [new(QueryMatch, tag + f) for f in found]
                 return [new(Match, f) for f in found]
             events = [self._materialize(*f) for f in found]
         self.store.release_before(self.engine.tau)
         return events
+
+    def _match_batch(self, found: Columns, with_events: bool) -> list[MatchBatch]:
+        """The bulk path's result: the batch's complex events as columns (none: an empty list).
+
+        With events, the batch keeps the stored input batches its events come
+        from (before the store releases anything), to gather their data later.
+        """
+        q = self.query
+        events = None
+        if len(found):
+            if with_events:
+                lo = min(min(found.starts), min(found.flat, default=found.starts[0]))
+                stored = self.store.snapshot(lo, max(found.run_ends))
+                columns = None if q._attrs is None else (q.type_column, *q._attrs)
+                events = EventRows(stored, columns)
+            result = [
+                MatchBatch.from_columns(
+                    found, name=self.name, events=events, partition_names=q.partition_by
+                )
+            ]
+        else:
+            result = []
+        if with_events:
+            self.store.release_before(self.engine.tau)
+        return result
 
     def _set_aside(
         self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str

@@ -11,6 +11,14 @@ The common case (plain Python values) is serialised by a single
 ``json.dumps`` call per line; only lines that fail it take the slower,
 converting path.  Lines are buffered and written in blocks, never flushed per
 event, because output speed matters when a query yields millions of events.
+
+The bulk path (:meth:`JsonlWriter.write_batch`, :func:`json_lines`) writes a
+whole :class:`~kleene.batches.MatchBatch` at once and gives, byte for byte,
+the lines of :meth:`JsonlWriter.write` on its complex events: each input row
+is rendered as a JSON object once (:func:`json_rows`, column by column with
+the encoders ``json.dumps`` itself uses), and the lines are assembled by
+Arrow's string kernels (``take`` of the rendered rows, ``binary_join`` per
+complex event), with no Python object per complex event.
 """
 
 from __future__ import annotations
@@ -24,9 +32,14 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    from kleene.batches import MatchBatch
 
 _BUFFER_LINES = 512
 
@@ -134,6 +147,16 @@ class JsonlWriter:
         if len(self._buffer) >= _BUFFER_LINES:
             self._drain()
 
+    def write_batch(self, batch: MatchBatch) -> None:
+        """Write a batch of complex events with their events' data (the bulk path).
+
+        The lines are those :meth:`write` gives for ``batch``'s complex events.
+        """
+        if len(batch):
+            self._drain()
+            self._stream.write(json_lines(batch, ensure_ascii=self._ascii))
+            self.count += len(batch)
+
     def write_all(self, events: Iterable[SupportsToDict | Mapping[str, Any]]) -> int:
         """Write every event; return how many were written by this call."""
         before = self.count
@@ -172,3 +195,118 @@ def write_jsonl(events: Iterable[SupportsToDict | Mapping[str, Any]], target: st
     """Write ``events`` as JSON Lines to ``target``; return the number written."""
     with JsonlWriter(target) as writer:
         return writer.write_all(events)
+
+
+# ------------------------------------------------------------------ bulk path
+def json_values(arr: pa.Array | pa.ChunkedArray, *, ensure_ascii: bool = False) -> pa.Array:
+    """Each value of ``arr`` as JSON text, exactly as :func:`dumps` renders it in a dict.
+
+    Integers, booleans and nulls are cast by Arrow; floats go through
+    ``float.__repr__`` and strings through the encoder of :mod:`json` (both
+    C functions mapped over the column); any other type through :func:`dumps`
+    per value.
+    """
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr = arr.cast(t.value_type)
+        t = arr.type
+    valid = arr.is_valid()
+    if pa.types.is_null(t):
+        return pa.array(["null"] * len(arr), pa.string())
+    if pa.types.is_integer(t):
+        return pc.cast(arr, pa.string()).fill_null("null")
+    if pa.types.is_boolean(t):
+        return pc.if_else(arr, "true", "false").fill_null("null")
+    if pa.types.is_floating(t):
+        if pa.types.is_float16(t):
+            arr = arr.cast(pa.float64())
+        texts = pa.array(list(map(float.__repr__, arr.fill_null(0.0).to_pylist())), pa.string())
+        finite = pc.is_finite(arr).fill_null(False)  # NaN and infinities: null, as dumps does
+        return pc.if_else(finite, texts, "null")
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        encode = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+        texts = pa.array(list(map(encode, arr.fill_null("").to_pylist())), pa.string())
+        return pc.if_else(valid, texts, "null")
+    return pa.array([dumps(v, ensure_ascii=ensure_ascii) for v in arr.to_pylist()], pa.string())
+
+
+def json_rows(batch: pa.RecordBatch | pa.Table, *, ensure_ascii: bool = False) -> pa.Array:
+    """Each row of ``batch`` as a JSON object (``dumps`` of its dict), column by column."""
+    n = batch.num_rows
+    if batch.num_columns == 0:
+        return pa.array(["{}"] * n, pa.string())
+    parts: list[Any] = []
+    for i, name in enumerate(batch.schema.names):
+        key = dumps(name, ensure_ascii=ensure_ascii)
+        parts.append(("{" if i == 0 else ", ") + key + ": ")
+        parts.append(json_values(batch.column(i), ensure_ascii=ensure_ascii))
+    parts.append("}")
+    return _concat(parts, n)
+
+
+def _concat(parts: list[Any], n: int) -> pa.Array:
+    """Element-wise concatenation of string arrays and constant strings."""
+    if not any(isinstance(p, (pa.Array, pa.ChunkedArray)) for p in parts):
+        return pa.array(["".join(parts)] * n, pa.string())
+    out = pc.binary_join_element_wise(*parts, "")
+    return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+
+
+def _join_lists(offsets: np.ndarray, values: pa.Array, sep: str) -> pa.Array:
+    lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values)
+    return pc.binary_join(lists, sep)
+
+
+def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
+    """One JSON line (with its newline) per complex event of an unmerged batch."""
+    n = len(batch)
+    parts: list[Any] = []
+    if batch.query is not None:
+        names = {q: '{"query": ' + dumps(q, ensure_ascii=ensure_ascii) + ", " for q in set(batch.query)}
+        parts.append(pa.array([names[q] for q in batch.query], pa.string()))
+        parts.append('"start": ')
+    else:
+        parts.append('{"start": ')
+    parts += [
+        pc.cast(pa.array(batch.start), pa.string()),
+        ', "end": ',
+        pc.cast(pa.array(batch.end), pa.string()),
+        ', "positions": [',
+        _join_lists(batch.offsets, pc.cast(pa.array(batch.positions), pa.string()), ", "),
+        '], "events": [',
+    ]
+    events = batch.events
+    if events is None:
+        raise ValueError("this batch has no events' data: ask for it with events=True")
+    rendered = events.derived(("json", ensure_ascii), lambda b: json_rows(b, ensure_ascii=ensure_ascii))
+    taken = rendered.take(pa.array(events.rows(batch.positions)))
+    parts.append(_join_lists(batch.offsets, taken, ", "))
+    parts.append("]")
+    if batch.partition is not None:
+        cache: dict[Any, str] = {}
+
+        def suffix(key: Any) -> str:
+            if key is None:
+                return ""
+            # Keyed with the values' types too: 1, 1.0 and True are equal keys
+            # of a dict but render differently.
+            tagged = (key, tuple(map(type, key)))
+            text = cache.get(tagged)
+            if text is None:
+                text = cache[tagged] = ', "partition": ' + dumps(list(key), ensure_ascii=ensure_ascii)
+            return text
+
+        parts.append(pa.array([suffix(k) for k in batch.partition], pa.string()))
+    parts.append("}\n")
+    return _concat(parts, n)
+
+
+def json_lines(batch: MatchBatch, *, ensure_ascii: bool = False) -> str:
+    """The JSON Lines of a batch of complex events (with events' data), as one string."""
+    if not len(batch):
+        return ""
+    lines = batch.render(lambda b: _line_array(b, ensure_ascii))
+    whole = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines), "")
+    return str(whole[0].as_py())

@@ -18,7 +18,7 @@ by time order so is everything after it.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 
 from kleene.runtime.tecs import OUTPUT, UNION, Node
 
@@ -27,14 +27,22 @@ Found = tuple[int, int, tuple[int, ...], Hashable]
 
 
 def enumerate_node(
-    node: Node, tau: int | float, out: list[Found], limit: int, end: int, key: Hashable = None
+    node: Node,
+    tau: int | float,
+    out: list[Found] | Columns,
+    limit: int,
+    end: int,
+    key: Hashable = None,
 ) -> int:
     """Append ``(start, end, positions, key)`` to ``out`` per complex event of ``node``.
 
     Only complex events that start at ``tau`` or later are enumerated (the
     window).  Stops after ``limit`` complex events; returns how many were
-    appended.
+    appended.  A :class:`Columns` ``out`` gets the same complex events in
+    columns (:meth:`Columns.add_node`).
     """
+    if out.__class__ is not list:
+        return out.add_node(node, tau, limit, end, key)  # type: ignore[union-attr]
     if node[1] < tau or limit <= 0:
         return 0
     count = 0
@@ -63,3 +71,94 @@ def enumerate_node(
                     return count
                 break
     return count
+
+
+class Columns:
+    """Complex events collected column by column: the bulk path's sink.
+
+    The engine appends to ``out`` either a list of :data:`Found` tuples (the
+    readable path) or a ``Columns``: :func:`enumerate_node` then walks the
+    tECS with :meth:`add_node`, which creates no object per complex event.
+    Per complex event it appends its start and its number of positions, and
+    extends one flat list with its positions *latest first* (the order in
+    which the walk meets them); :meth:`arrays` reverses each run of positions
+    with one vectorized gather.  Ends and partition keys are stored once per
+    enumerated node with the number of complex events it gave (run-length).
+
+    ``extend`` and ``append`` accept :data:`Found` tuples, so the selection
+    strategies, NEXT and the register engine fill a ``Columns`` too.
+    """
+
+    __slots__ = ("starts", "lengths", "flat", "run_ends", "run_keys", "run_counts", "ascending")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.lengths: list[int] = []
+        self.flat: list[int] = []
+        self.run_ends: list[int] = []
+        self.run_keys: list[Hashable] = []
+        self.run_counts: list[int] = []
+        self.ascending: list[bool] = []
+        """Per run: True when its positions were appended in ascending order (from Found)."""
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def append(self, found: Found) -> None:
+        self.extend((found,))
+
+    def extend(self, found: Iterable[Found]) -> None:
+        starts, lengths, flat = self.starts, self.lengths, self.flat
+        for start, end, positions, key in found:
+            starts.append(start)
+            lengths.append(len(positions))
+            flat.extend(positions)
+            self.run_ends.append(end)
+            self.run_keys.append(key)
+            self.run_counts.append(1)
+            self.ascending.append(True)
+
+    def add_node(self, node: Node, tau: int | float, limit: int, end: int, key: Hashable) -> int:
+        """:func:`enumerate_node` into the columns; the same complex events, in the same order.
+
+        The walk keeps the positions of the current path in one list (latest
+        first) and, per pending branch, the path's length at the branch: a
+        branch resumes by truncating the list, and a complex event is copied
+        out with one C-level ``extend``.
+        """
+        if node[1] < tau or limit <= 0:
+            return 0
+        path: list[int] = []
+        stack: list[Node] = [node]
+        depths: list[int] = [0]
+        pop, push, dpop, dpush = stack.pop, stack.append, depths.pop, depths.append
+        add_pos = path.append
+        add_start, add_length, copy = self.starts.append, self.lengths.append, self.flat.extend
+        count = 0
+        while stack:
+            n = pop()
+            del path[dpop():]
+            while True:
+                kind = n[0]
+                if kind == OUTPUT:
+                    add_pos(n[2])
+                    n = n[3]
+                elif kind == UNION:
+                    right = n[3]
+                    if right[1] >= tau:
+                        push(right)
+                        dpush(len(path))
+                    n = n[2]
+                else:
+                    add_start(n[2])
+                    copy(path)
+                    add_length(len(path))
+                    count += 1
+                    if count >= limit:
+                        stack.clear()
+                    break
+        self.run_ends.append(end)
+        self.run_keys.append(key)
+        self.run_counts.append(count)
+        self.ascending.append(False)
+        return count

@@ -9,6 +9,7 @@ event may still be part of a future match, so everything is kept.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ import pyarrow as pa
 
 
 class _Stored:
-    __slots__ = ("batch", "positions", "first", "last", "max_time", "_columns")
+    __slots__ = ("batch", "positions", "first", "last", "max_time", "_columns", "derived")
 
     def __init__(self, batch: pa.RecordBatch, positions: np.ndarray, max_time: float) -> None:
         self.batch = batch
@@ -25,6 +26,8 @@ class _Stored:
         self.last = int(positions[-1])
         self.max_time = max_time
         self._columns: list[list[Any]] | None = None
+        self.derived: dict[Hashable, Any] = {}
+        """Per-batch data derived for output (e.g. each row rendered as JSON), computed once."""
 
     def row(self, pos: int) -> dict[str, Any]:
         i = int(np.searchsorted(self.positions, pos))
@@ -47,6 +50,15 @@ class EventStore:
         """Forget batches whose every event is earlier than ``tau``."""
         while len(self._batches) > 1 and self._batches[0].max_time < tau:
             self._batches.popleft()
+
+    def snapshot(self, lo: int, hi: int) -> list[_Stored]:
+        """The stored batches holding positions ``lo..hi``, oldest first.
+
+        The bulk path (:class:`kleene.batches.EventRows`) keeps them, so that a
+        batch of complex events can still gather its events' data after the
+        store has moved on.
+        """
+        return [b for b in self._batches if b.last >= lo and b.first <= hi]
 
     def event(self, pos: int) -> dict[str, Any]:
         # Complex events mostly refer to recent events: scan from the newest batch.

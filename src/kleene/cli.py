@@ -3,7 +3,8 @@
 ::
 
     kleene run QUERY [QUERY ...] --input [STREAM=]FILE [--input [STREAM=]FILE ...]
-               [--output OUT.jsonl] [--format csv|jsonl|parquet] [--stream-column COL]
+               [--output OUT.jsonl|OUT.parquet|OUT.arrow] [--output-format jsonl|parquet|arrow]
+               [--format csv|jsonl|parquet] [--stream-column COL]
                [--time-column COL] [--time-unit s|ms|us|ns] [--type-column COL] [--max-delay DURATION]
                [--on-bad-row error|skip|quarantine [FILE]] [--quarantine FILE]
                [--batch-size N] [--no-progress] [--engine python|spark [--master URL]]
@@ -43,7 +44,7 @@ import kleene
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.merge import merge_streams
 from kleene.io.readers import count_rows, read_batches
-from kleene.io.writers import JsonlWriter
+from kleene.io.writers import ArrowWriter, JsonlWriter, output_format
 from kleene.language.errors import DataError, QueryError
 from kleene.language.parser import parse
 
@@ -95,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
         "when an input is named STREAM=FILE; otherwise the input is one stream)",
     )
     run.add_argument("--output", "-o", default="-", metavar="OUT", help="where to write complex events (default: stdout)")
+    run.add_argument(
+        "--output-format",
+        choices=["jsonl", "parquet", "arrow"],
+        help="jsonl (one JSON object per line), parquet or arrow (Arrow IPC file): columns start, "
+        "end, positions, events (list of structs), partition, query (default: from the --output "
+        "extension, .parquet, .arrow/.feather, else jsonl)",
+    )
     run.add_argument(
         "--format",
         choices=["csv", "jsonl", "json", "ndjson", "parquet"],
@@ -300,12 +308,16 @@ class Progress:
 
 # ---------------------------------------------------------------------- run
 class _Output:
-    """The JSON Lines sink; a file is written under a temporary name and renamed on success."""
+    """The sink (JSON Lines, Parquet or Arrow); a file is written under a temporary name and
+    renamed on success."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, fmt: str = "jsonl") -> None:
         self.final: Path | None = None
         self.temp: Path | None = None
+        self.writer: JsonlWriter | ArrowWriter
         if target == "-":
+            if fmt != "jsonl":
+                raise UsageError(f"--output-format {fmt} writes a file: give --output FILE")
             self.writer = JsonlWriter("-")
             return
         self.final = Path(target)
@@ -315,7 +327,7 @@ class _Output:
             raise OSError(f"cannot write {target!r}: {exc.strerror or exc}") from exc
         os.close(fd)
         self.temp = Path(name)
-        self.writer = JsonlWriter(self.temp)
+        self.writer = JsonlWriter(self.temp) if fmt == "jsonl" else ArrowWriter(self.temp, fmt)
 
     def commit(self) -> None:
         self.writer.close()
@@ -420,7 +432,7 @@ def _run(args: argparse.Namespace, stderr: IO[str]) -> int:
                 time_unit=args.time_unit,
                 stream_column=stream_column or "stream",
             )
-        output = _Output(args.output)
+        output = _Output(args.output, output_format(args.output, args.output_format))
         progress: Progress | None = None
         # A bar redrawn with "\r" would garble results printed to the same terminal.
         results_on_terminal = args.output == "-" and _is_tty(sys.stdout)
@@ -432,9 +444,11 @@ def _run(args: argparse.Namespace, stderr: IO[str]) -> int:
             )
             batches = progress.track(batches)
         try:
-            write = output.writer.write
-            for event in query.run(batches):
-                write(event)
+            # The bulk path: complex events in columns, their events' data
+            # gathered per batch (the same lines as writing each ComplexEvent).
+            write = output.writer.write_batch
+            for found in query.match_batches(batches, events=True):
+                write(found)
             output.commit()
         except BaseException:
             if progress is not None:
@@ -508,12 +522,16 @@ def _run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
             raise
         except kleene.KleeneError as exc:
             raise DataError(str(exc)) from exc
+        if output_format(args.output, args.output_format) != "jsonl":
+            raise UsageError("--engine spark writes JSON Lines only")
         output = _Output(args.output)
+        writer = output.writer
+        assert isinstance(writer, JsonlWriter)
         try:
             rows = result.orderBy("end", "start", "positions").toLocalIterator()
             attrs = query._attrs
             for row in rows:
-                output.writer.write(_spark_event(row.asDict(recursive=True), query.type_column, attrs))
+                writer.write(_spark_event(row.asDict(recursive=True), query.type_column, attrs))
             output.commit()
         except BaseException as exc:
             output.abort()

@@ -50,6 +50,7 @@ from kleene.api import (
 )
 from kleene.automata.conform import Requirement, conform
 from kleene.automata.shared import SharedPredicates
+from kleene.batches import MatchBatch
 from kleene.io.badrows import BadRowPolicy
 from kleene.language.errors import KleeneError, QueryError
 from kleene.language.parser import name_span, parse
@@ -210,6 +211,23 @@ class QuerySet:
             yield from session.feed(batch, with_events=False)  # type: ignore[misc]
         yield from session.flush(with_events=False)  # type: ignore[misc]
 
+    def match_batches(self, source: Any, *, events: bool = False) -> Iterator[MatchBatch]:
+        """The bulk path (see :meth:`kleene.Query.match_batches`); ``query`` names each one's query.
+
+        Each batch holds the complex events of every query for one input
+        batch, in the order of :meth:`matches`.
+        """
+        session = QuerySetSession(self)
+        self._last_session = session
+        for batch in _batches(source):
+            yield from session.feed_columns(batch, events=events)
+        yield from session.flush_columns(events=events)
+
+    def run_arrow(self, source: Any, *, events: bool = True) -> Iterator[pa.RecordBatch]:
+        """The complex events as Arrow record batches, with a ``query`` column."""
+        for batch in self.match_batches(source, events=events):
+            yield batch.to_arrow()
+
     def push(self, event: Mapping[str, Any]) -> list[ComplexEvent]:
         """Feed one event; return the complex events it completes."""
         return self.push_batch(pa.RecordBatch.from_pylist([dict(event)]))
@@ -263,8 +281,21 @@ class QuerySetSession:
             return []
         return self._released(None, with_events=with_events, final=True)
 
+    def feed_columns(
+        self, batch: pa.RecordBatch, *, events: bool = False, positions: np.ndarray | None = None
+    ) -> list[MatchBatch]:
+        """:meth:`feed` on the bulk path: one merged :class:`MatchBatch` (or none)."""
+        if self.reorder is not None and positions is None:
+            return self._released(batch, with_events=events, final=False, columnar=True)
+        return self._evaluate(batch, with_events=events, positions=positions, columnar=True)
+
+    def flush_columns(self, *, events: bool = False) -> list[MatchBatch]:
+        if self.reorder is None or not self.reorder.holding:
+            return []
+        return self._released(None, with_events=events, final=True, columnar=True)
+
     def _released(
-        self, batch: pa.RecordBatch | None, *, with_events: bool, final: bool
+        self, batch: pa.RecordBatch | None, *, with_events: bool, final: bool, columnar: bool = False
     ) -> list[Any]:
         assert self.reorder is not None
         out: list[Any] = []
@@ -272,7 +303,10 @@ class QuerySetSession:
         for part, input_rows in parts:
             positions = np.arange(self.next_row, self.next_row + part.num_rows, dtype=np.int64)
             out.extend(
-                self._evaluate(part, with_events=with_events, positions=positions, report=input_rows)
+                self._evaluate(
+                    part, with_events=with_events, positions=positions, report=input_rows,
+                    columnar=columnar,
+                )
             )
         return out
 
@@ -283,6 +317,7 @@ class QuerySetSession:
         with_events: bool,
         positions: np.ndarray | None,
         report: np.ndarray | None = None,
+        columnar: bool = False,
     ) -> list[Any]:
         qs = self.qs
         n = batch.num_rows
@@ -313,8 +348,12 @@ class QuerySetSession:
                     index_of = np.cumsum(mine) - 1
                     bad = [(int(index_of[r]), c, why) for r, c, why in bad if mine[r]]
                 results[index] = s.process(
-                    original, rows, bad, pos, names, qbits, with_events=with_events
+                    original, rows, bad, pos, names, qbits, with_events=with_events,
+                    columnar=columnar,
                 )
+        if columnar:
+            merged = MatchBatch.merge([b for r in results for b in r])
+            return [merged] if len(merged) else []
         return _merge(results)
 
 

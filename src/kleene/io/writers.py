@@ -310,3 +310,85 @@ def json_lines(batch: MatchBatch, *, ensure_ascii: bool = False) -> str:
     lines = batch.render(lambda b: _line_array(b, ensure_ascii))
     whole = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines), "")
     return str(whole[0].as_py())
+
+
+class ArrowWriter:
+    """Writes batches of complex events (:meth:`MatchBatch.to_arrow`) to a Parquet or Arrow IPC file.
+
+    ``format`` is ``"parquet"`` or ``"arrow"`` (the Arrow IPC file format,
+    also read as Feather v2).  The schema is that of the first batch; a later
+    batch is cast to it (an error if it cannot be).  A run without complex
+    events writes an empty file with columns ``start``, ``end`` and
+    ``positions``.  ``count`` is the number of complex events written.
+    """
+
+    def __init__(self, target: str | Path, format: str = "parquet") -> None:  # noqa: A002
+        if format not in ("parquet", "arrow"):
+            raise ValueError(f"unknown output format {format!r} (parquet or arrow)")
+        self.path = Path(target)
+        self.format = format
+        self.count = 0
+        self._writer: Any = None
+        self._schema: pa.Schema | None = None
+        self.path.open("wb").close()  # fail early when the target is not writable
+
+    def write_batch(self, batch: MatchBatch) -> None:
+        if len(batch):
+            self.write_arrow(batch.to_arrow())
+
+    def write_arrow(self, rb: pa.RecordBatch) -> None:
+        if self._writer is None:
+            self._open(rb.schema)
+        assert self._schema is not None
+        if not rb.schema.equals(self._schema):
+            try:
+                rb = rb.cast(self._schema)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
+                raise ValueError(
+                    f"complex events of different shapes cannot go in one {self.format} file: {exc}"
+                ) from exc
+        self._writer.write_batch(rb)
+        self.count += rb.num_rows
+
+    def _open(self, schema: pa.Schema) -> None:
+        self._schema = schema
+        if self.format == "parquet":
+            import pyarrow.parquet as pq
+
+            self._writer = pq.ParquetWriter(self.path, schema)
+        else:
+            self._writer = pa.ipc.new_file(str(self.path), schema)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        if self._writer is None:
+            empty = pa.schema(
+                [("start", pa.int64()), ("end", pa.int64()), ("positions", pa.list_(pa.int64()))]
+            )
+            self._open(empty)
+        self._writer.close()
+
+    def __enter__(self) -> ArrowWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def output_format(target: str, requested: str | None = None) -> str:
+    """``jsonl``, ``parquet`` or ``arrow``: ``requested``, else from the target's extension."""
+    if requested:
+        return requested
+    suffix = Path(target).suffix.lower()
+    if suffix == ".parquet":
+        return "parquet"
+    if suffix in (".arrow", ".feather", ".ipc"):
+        return "arrow"
+    return "jsonl"

@@ -1,0 +1,316 @@
+"""The bulk path (MatchBatch, Arrow, JSON Lines per batch) against the readable path and the oracle.
+
+``Query.match_batches`` enumerates the tECS into columns; it must give exactly
+the complex events of ``Query.matches`` in the same order, on every query the
+generators draw (every operator, strategy, partitions, windows, CONSUME BY,
+LIMIT, several streams, conditions between events) and however the input is
+cut into batches.  ``JsonlWriter.write_batch`` must write, byte for byte, what
+``JsonlWriter.write`` writes for each ``ComplexEvent``, and ``to_arrow`` must
+hold the same data as ``ComplexEvent.to_dict``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import math
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kleene
+from kleene.batches import MatchBatch, ragged_take
+from kleene.cli import main
+from kleene.io.writers import JsonlWriter, dumps, json_rows, json_values
+from kleene.reference.oracle import OracleBudgetExceeded, evaluate
+from kleene.runtime.enumeration import Columns, enumerate_node
+from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION
+from strategies import STREAM_KEY, cases, condition_cases
+from test_engine_vs_oracle import SUPPORTED_CEL, Case, compile_case, rows_of
+
+SLOW = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def pieces(table: pa.Table, cuts: list[int]) -> list[pa.RecordBatch]:
+    """``table`` cut at ``cuts`` (uneven batches, some empty)."""
+    bounds = sorted({0, table.num_rows, *[c % (table.num_rows + 1) for c in cuts]})
+    return [b for lo, hi in zip(bounds, bounds[1:]) for b in table.slice(lo, hi - lo).to_batches()]
+
+
+def bulk_matches(query: Any, source: Any) -> list[Any]:
+    return [m for b in query.match_batches(source) for m in b.matches()]
+
+
+def jsonl_of_objects(query: Any, source: Any, ascii_only: bool = False) -> str:
+    out = io.StringIO()
+    writer = JsonlWriter(out)
+    writer._ascii = ascii_only
+    for ce in query.run(source):
+        writer.write(ce)
+    writer.flush()
+    return out.getvalue()
+
+
+def jsonl_of_batches(query: Any, source: Any, ascii_only: bool = False) -> str:
+    out = io.StringIO()
+    writer = JsonlWriter(out)
+    writer._ascii = ascii_only
+    for b in query.match_batches(source, events=True):
+        writer.write_batch(b)
+    writer.flush()
+    return out.getvalue()
+
+
+def prepared(case: Case) -> tuple[Any, pa.Table, Any]:
+    query, events, times = case
+    if query.select.strategy in ("NEXT", "LAST", "MAX") and query.select.items is not None:
+        from dataclasses import replace
+
+        query = replace(query, select=replace(query.select, items=None))
+    return query, pa.Table.from_pylist(rows_of(events, times)), None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(cases(full_cel=SUPPORTED_CEL), st.lists(st.integers(0, 40), max_size=4))
+def test_bulk_equals_matches_whole_language(case: Case, cuts: list[int]) -> None:
+    """Same complex events, same order, whatever the operators, strategy and batching."""
+    query, table, _ = prepared(case)
+    q = compile_case(query)
+    assert bulk_matches(q, pieces(table, cuts)) == list(q.matches(table))
+
+
+@SLOW
+@given(cases(full_cel=SUPPORTED_CEL, with_streams=True), st.lists(st.integers(0, 40), max_size=3))
+def test_bulk_equals_matches_several_streams(case: Case, cuts: list[int]) -> None:
+    query, table, _ = prepared(case)
+    q = compile_case(query, STREAM_KEY)
+    assert bulk_matches(q, pieces(table, cuts)) == list(q.matches(table))
+
+
+@SLOW
+@given(condition_cases(), st.lists(st.integers(0, 40), max_size=3))
+def test_bulk_equals_matches_register_engine(case: Case, cuts: list[int]) -> None:
+    """Conditions between events (register engine) fill the columns through Found tuples."""
+    query, table, _ = prepared(case)
+    q = compile_case(query)
+    assert bulk_matches(q, pieces(table, cuts)) == list(q.matches(table))
+
+
+@SLOW
+@given(cases())
+def test_bulk_equals_oracle(case: Case) -> None:
+    """The bulk path's set of complex events is the formal semantics' (LIMIT: n per end)."""
+    query, events, times = case
+    try:
+        expected = evaluate(query, events, times=times, budget=200_000)
+    except OracleBudgetExceeded:
+        return
+    q = compile_case(query)
+    got = []
+    for b in q.match_batches(pa.Table.from_pylist(rows_of(events, times))):
+        flat = b.positions.tolist()
+        for i, (s, e) in enumerate(zip(b.start.tolist(), b.end.tolist())):
+            got.append((s, e, tuple(flat[b.offsets[i] : b.offsets[i + 1]])))
+    assert len(got) == len(set(got))
+    if query.limit is None:
+        assert set(got) == expected
+    else:
+        assert set(got) <= expected
+        per_end = Counter(end for _, end, _ in expected)
+        assert Counter(end for _, end, _ in got) == Counter(
+            {e: min(c, query.limit) for e, c in per_end.items()}
+        )
+
+
+@SLOW
+@given(cases(full_cel=SUPPORTED_CEL), st.lists(st.integers(0, 40), max_size=3), st.booleans())
+def test_jsonl_batches_byte_for_byte(case: Case, cuts: list[int], ascii_only: bool) -> None:
+    """write_batch writes exactly the lines of write(ComplexEvent): projections, partitions."""
+    query, table, _ = prepared(case)
+    q = compile_case(query)
+    assert jsonl_of_batches(q, pieces(table, cuts), ascii_only) == jsonl_of_objects(
+        q, table, ascii_only
+    )
+
+
+@SLOW
+@given(cases(full_cel=SUPPORTED_CEL), st.lists(st.integers(0, 40), max_size=3))
+def test_arrow_holds_the_complex_events(case: Case, cuts: list[int]) -> None:
+    query, table, _ = prepared(case)
+    q = compile_case(query)
+    rows = [r for rb in q.run_arrow(pieces(table, cuts)) for r in rb.to_pylist()]
+    expected = [ce.to_dict() for ce in q.run(table)]
+    for r in rows:
+        if "partition" in r:
+            r["partition"] = list(r["partition"].values())
+    assert rows == expected
+
+
+def test_query_set_bulk_merges_in_end_order() -> None:
+    texts = {
+        "pairs": "SELECT * FROM S WHERE A as a; B as b WITHIN 4 EVENTS",
+        "runs": "SELECT * FROM S WHERE A as a; B+ as b FILTER b[v > 2] PARTITION BY [k] WITHIN 5 EVENTS",
+        "last": "SELECT LAST * FROM S WHERE B as b; A as a",
+    }
+    rng = np.random.default_rng(3)
+    n = 300
+    table = pa.table(
+        {
+            "type": rng.choice(["A", "B", "C"], n).tolist(),
+            "v": rng.integers(0, 9, n).tolist(),
+            "k": rng.integers(0, 3, n).tolist(),
+            "s": rng.choice(["x", "é\"\\", "\u2028"], n).tolist(),
+        }
+    )
+    qs = kleene.compile_many(texts)
+    batches = table.to_batches(max_chunksize=37)
+    expected = list(qs.matches(table))
+    assert {m.query for m in expected} == set(texts)
+    assert [m for b in qs.match_batches(batches) for m in b.matches()] == expected
+    assert jsonl_of_batches(qs, batches) == jsonl_of_objects(qs, table)
+    rows = [r for rb in qs.run_arrow(batches) for r in rb.to_pylist()]
+    assert [(r["query"], r["start"], r["end"], r["positions"]) for r in rows] == [
+        (m.query, m.start, m.end, list(m.positions)) for m in expected
+    ]
+
+
+def test_out_of_order_input_on_the_bulk_path() -> None:
+    """max_delay: rows are reordered by time before evaluation; both paths agree."""
+    rows = [
+        {"type": "A", "t": 1}, {"type": "B", "t": 3}, {"type": "A", "t": 2},
+        {"type": "B", "t": 5}, {"type": "A", "t": 4}, {"type": "B", "t": 9},
+    ]
+    text = "SELECT * FROM S WHERE A as a; B as b WITHIN 3 seconds"
+    q = kleene.compile(text, time_column="t", max_delay="2 seconds")
+    table = pa.Table.from_pylist(rows)
+    batches = table.to_batches(max_chunksize=2)
+    assert bulk_matches(q, batches) == list(q.matches(table))
+    assert jsonl_of_batches(q, batches) == jsonl_of_objects(q, table)
+    assert len(list(q.matches(table))) > 0
+
+
+def test_values_render_as_dumps_does() -> None:
+    """Every column type renders as json.dumps (via kleene.io.writers.dumps) renders it."""
+    table = pa.table(
+        {
+            "i": pa.array([1, None, -(2**63)], pa.int64()),
+            "u": pa.array([0, 2**64 - 1, None], pa.uint64()),
+            "f": pa.array([1.0, float("nan"), float("inf")]),
+            "g": pa.array([1e16, None, -0.0], pa.float64()),
+            "h": pa.array([0.1, 2.5, None], pa.float32()),
+            "b": pa.array([True, None, False]),
+            "s": pa.array(["plain", "quote\" back\\ tab\t é \u2028 😀", None]),
+            "d": pa.array(["x", "y", "x"]).dictionary_encode(),
+            "ts": pa.array([dt.datetime(2024, 1, 2, 3, 4, 5), None, dt.datetime(1970, 1, 1)]),
+            "day": pa.array([dt.date(2024, 2, 29), None, dt.date(1, 1, 1)]),
+            "dec": pa.array([Decimal("1.10"), None, Decimal("-3")], pa.decimal128(5, 2)),
+            "bin": pa.array([b"\x00\xff", None, b""]),
+            "lst": pa.array([[1, 2], None, []]),
+            "n": pa.nulls(3),
+        }
+    )
+    for ascii_only in (False, True):
+        expected = [dumps(row, ensure_ascii=ascii_only) for row in table.to_pylist()]
+        assert json_rows(table, ensure_ascii=ascii_only).to_pylist() == expected
+        for name in table.column_names:
+            col = table.column(name)
+            assert json_values(col, ensure_ascii=ascii_only).to_pylist() == [
+                dumps(v, ensure_ascii=ascii_only) for v in col.to_pylist()
+            ]
+    for line in expected:
+        json.loads(line)  # strict JSON: NaN and infinities became null
+
+
+def test_columns_walk_gives_what_the_readable_walk_gives() -> None:
+    """A hand-built tECS (Figure 4 style): order, window pruning and limit of both walks agree."""
+    runs = [(OUTPUT, t, t, (BOTTOM, t, t)) for t in (0, 1, 2)]  # runs started (and marked) at 0, 1, 2
+    o1 = (OUTPUT, 1, 3, runs[1])
+    o0 = (OUTPUT, 0, 4, runs[0])
+    u = [UNION, 2, runs[2], [UNION, 1, o1, o0]]
+    top = (OUTPUT, 2, 6, (OUTPUT, 2, 5, u))
+    for tau in (0, 1, 2, 3):
+        for limit in (1, 2, 3, 10):
+            listed: list[Any] = []
+            n1 = enumerate_node(top, tau, listed, limit, 7, ("k",))
+            cols = Columns()
+            n2 = enumerate_node(top, tau, cols, limit, 7, ("k",))
+            assert n1 == n2 == len(listed)
+            batch = MatchBatch.from_columns(cols)
+            assert [tuple(m) for m in batch.matches()] == listed
+    listed = []
+    enumerate_node(top, 0, listed, 10, 7)
+    assert [(s, p) for s, _, p, _ in listed] == [(2, (2, 5, 6)), (1, (1, 3, 5, 6)), (0, (0, 4, 5, 6))]
+
+
+def test_ragged_take() -> None:
+    flat = np.array([10, 11, 20, 30, 31, 32])
+    starts = np.array([0, 2, 3])
+    lengths = np.array([2, 1, 3])
+    offsets, values = ragged_take(starts, lengths, flat, np.array([2, 0, 1]))
+    assert offsets.tolist() == [0, 3, 5, 6]
+    assert values.tolist() == [30, 31, 32, 10, 11, 20]
+
+
+def test_cli_writes_parquet_and_the_same_jsonl(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    n = 2000
+    pq.write_table(
+        pa.table(
+            {
+                "type": rng.choice(["SELL", "BUY"], n).tolist(),
+                "price": rng.uniform(0, 200, n).round(2).tolist(),
+                "name": rng.choice(["MSFT", "INTC"], n).tolist(),
+            }
+        ),
+        tmp_path / "in.parquet",
+    )
+    query = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] PARTITION BY [name] WITHIN 10 EVENTS"
+    args = ["run", query, "--input", str(tmp_path / "in.parquet"), "--no-progress", "--batch-size", "300"]
+    assert main([*args, "--output", str(tmp_path / "out.parquet")]) == 0
+    assert main([*args, "--output", str(tmp_path / "out.jsonl")]) == 0
+    assert main([*args, "--output", str(tmp_path / "out.bin"), "--output-format", "arrow"]) == 0
+    table = pq.read_table(tmp_path / "out.parquet")
+    q = kleene.compile(query)
+    expected = [ce.to_dict() for ce in q.run(pq.read_table(tmp_path / "in.parquet"))]
+    assert len(expected) > 100
+    got = table.to_pylist()
+    for r in got:
+        r["partition"] = list(r["partition"].values())
+    assert got == expected
+    with pa.ipc.open_file(tmp_path / "out.bin") as f:
+        assert f.read_all().equals(table)
+    lines = (tmp_path / "out.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == expected
+    assert lines == [dumps(e) for e in expected]
+
+
+def test_cli_parquet_without_complex_events(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"type": ["A", "A"]}), tmp_path / "in.parquet")
+    out = tmp_path / "out.parquet"
+    assert main(["run", "SELECT * FROM S WHERE A as a; B as b", "--input",
+                 str(tmp_path / "in.parquet"), "--output", str(out), "--no-progress"]) == 0
+    table = pq.read_table(out)
+    assert table.num_rows == 0 and table.column_names == ["start", "end", "positions"]
+
+
+def test_parquet_needs_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pq.write_table(pa.table({"type": ["A", "B"]}), tmp_path / "in.parquet")
+    code = main(["run", "SELECT * FROM S WHERE A as a; B as b", "--input",
+                 str(tmp_path / "in.parquet"), "--output-format", "parquet", "--no-progress"])
+    assert code == 2
+    assert "--output FILE" in capsys.readouterr().err
+
+
+def test_float_repr_matches_python() -> None:
+    values = [0.1, 1e16, 1e-7, 123456789.0, -0.0, 5e-324, 1.7976931348623157e308]
+    assert json_values(pa.array(values)).to_pylist() == [repr(v) for v in values]
+    assert all(math.isfinite(v) for v in values)

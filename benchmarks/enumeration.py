@@ -68,7 +68,7 @@ WORKLOADS = {
             "the core issue's output-heavy query (about 1.25 complex events per event)",
         ),
         Workload(
-            "SBB", "synthetic", None,
+            "SBB", "synthetic", 50_000,
             "SELECT * FROM S WHERE SELL as a; BUY as b; BUY as c WITHIN 10 EVENTS",
             "three events per complex event, about 5.6 complex events per event",
         ),
@@ -78,7 +78,7 @@ WORKLOADS = {
             "Kleene plus: complex events of 2 to 6 events",
         ),
         Workload(
-            "Q5all", "stock", 50_000, STOCK_Q["Q5"],
+            "Q5all", "stock", 20_000, STOCK_Q["Q5"],
             "the paper's Q5 without its protocol: about 50 complex events of 4 events per event",
         ),
     )

@@ -152,10 +152,15 @@ class MatchBatch:
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         flat = np.array(cols.flat, dtype=np.int64)
-        ascending = np.repeat(np.array(cols.ascending, dtype=bool), counts)
-        if not ascending.all():
-            # The walk met each complex event's positions latest first: reverse
-            # every such run in one gather.
+        runs_ascending = np.zeros(len(counts), dtype=bool)
+        runs_ascending[cols.found_runs] = True
+        if len(flat) and not cols.found_runs:
+            # The walk met each complex event's positions latest first: element
+            # k of event i goes to offsets[i] + offsets[i + 1] - 1 - k, one gather.
+            base = offsets[:-1] + offsets[1:] - 1
+            flat = flat[np.repeat(base, lengths) - np.arange(len(flat), dtype=np.int64)]
+        elif len(flat) and not runs_ascending.all():
+            ascending = np.repeat(runs_ascending, counts)
             owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
             k = np.arange(len(flat), dtype=np.int64)
             reverse = offsets[owner] + offsets[owner + 1] - 1 - k

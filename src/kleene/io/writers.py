@@ -212,7 +212,6 @@ def json_values(arr: pa.Array | pa.ChunkedArray, *, ensure_ascii: bool = False) 
     if pa.types.is_dictionary(t):
         arr = arr.cast(t.value_type)
         t = arr.type
-    valid = arr.is_valid()
     if pa.types.is_null(t):
         return pa.array(["null"] * len(arr), pa.string())
     if pa.types.is_integer(t):
@@ -220,16 +219,44 @@ def json_values(arr: pa.Array | pa.ChunkedArray, *, ensure_ascii: bool = False) 
     if pa.types.is_boolean(t):
         return pc.if_else(arr, "true", "false").fill_null("null")
     if pa.types.is_floating(t):
-        if pa.types.is_float16(t):
-            arr = arr.cast(pa.float64())
-        texts = pa.array(list(map(float.__repr__, arr.fill_null(0.0).to_pylist())), pa.string())
-        finite = pc.is_finite(arr).fill_null(False)  # NaN and infinities: null, as dumps does
-        return pc.if_else(finite, texts, "null")
+        return _json_floats(arr if t == pa.float64() else arr.cast(pa.float64()))
     if pa.types.is_string(t) or pa.types.is_large_string(t):
+        # Few distinct values in most event data (names, types): encode each once.
+        encoded = pc.dictionary_encode(arr)
         encode = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
-        texts = pa.array(list(map(encode, arr.fill_null("").to_pylist())), pa.string())
-        return pc.if_else(valid, texts, "null")
+        texts = pa.array(list(map(encode, encoded.dictionary.to_pylist())), pa.string())
+        return texts.take(encoded.indices).fill_null("null")
     return pa.array([dumps(v, ensure_ascii=ensure_ascii) for v in arr.to_pylist()], pa.string())
+
+
+def _json_floats(arr: pa.Array) -> pa.Array:
+    """float64 values as ``float.__repr__`` writes them; NaN, infinities and nulls as null.
+
+    Arrow's cast writes the same shortest digits as ``repr`` but not the same
+    notation everywhere (``1`` for ``1.0``, ``1e+15``, ``0.00001``).  Where
+    ``repr`` is positional (``1e-4 <= |x| < 1e16``, or 0) and Arrow's text is
+    too, adding ``.0`` to a text without a point gives ``repr``; the other
+    values (scientific notation either way) go through ``repr`` itself.
+    """
+    finite = pc.is_finite(arr).fill_null(False)
+    texts = pc.cast(arr, pa.string())
+    size = pc.abs(arr)
+    positional = pc.or_(
+        pc.and_(pc.greater_equal(size, 1e-4), pc.less(size, 1e16)), pc.equal(size, 0.0)
+    )
+    arrow_positional = pc.invert(pc.match_substring(texts, "e"))
+    fast = pc.and_(finite, pc.and_(positional, arrow_positional)).fill_null(False)
+    pointless = pc.invert(pc.match_substring(texts, "."))
+    texts = pc.if_else(pc.and_(fast, pointless), pc.binary_join_element_wise(texts, ".0", ""), texts)
+    slow = pc.and_(finite, pc.invert(fast))
+    if pc.any(slow).as_py():
+        index = np.flatnonzero(slow.to_numpy(zero_copy_only=False))
+        values = arr.take(pa.array(index)).to_pylist()
+        fixed = texts.to_pylist()
+        for i, v in zip(index.tolist(), values):
+            fixed[i] = float.__repr__(v)
+        texts = pa.array(fixed, pa.string())
+    return pc.if_else(finite, texts, "null")
 
 
 def json_rows(batch: pa.RecordBatch | pa.Table, *, ensure_ascii: bool = False) -> pa.Array:

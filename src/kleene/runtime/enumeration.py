@@ -81,15 +81,17 @@ class Columns:
     tECS with :meth:`add_node`, which creates no object per complex event.
     Per complex event it appends its start and its number of positions, and
     extends one flat list with its positions *latest first* (the order in
-    which the walk meets them); :meth:`arrays` reverses each run of positions
-    with one vectorized gather.  Ends and partition keys are stored once per
-    enumerated node with the number of complex events it gave (run-length).
+    which the walk meets them); :class:`kleene.batches.MatchBatch` reverses
+    each run of positions with one vectorized gather.  Ends and partition
+    keys are stored once per enumerated node, with the number of complex
+    events it gave (run-length).
 
-    ``extend`` and ``append`` accept :data:`Found` tuples, so the selection
-    strategies, NEXT and the register engine fill a ``Columns`` too.
+    ``extend`` and ``append`` accept :data:`Found` tuples (positions
+    ascending), so the selection strategies, NEXT and the register engine
+    fill a ``Columns`` too; ``found_runs`` lists the runs they made.
     """
 
-    __slots__ = ("starts", "lengths", "flat", "run_ends", "run_keys", "run_counts", "ascending")
+    __slots__ = ("starts", "lengths", "flat", "run_ends", "run_keys", "run_counts", "found_runs")
 
     def __init__(self) -> None:
         self.starts: list[int] = []
@@ -98,8 +100,8 @@ class Columns:
         self.run_ends: list[int] = []
         self.run_keys: list[Hashable] = []
         self.run_counts: list[int] = []
-        self.ascending: list[bool] = []
-        """Per run: True when its positions were appended in ascending order (from Found)."""
+        self.found_runs: list[int] = []
+        """The runs appended as Found tuples (positions ascending): none on the tECS path."""
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -113,52 +115,49 @@ class Columns:
             starts.append(start)
             lengths.append(len(positions))
             flat.extend(positions)
+            self.found_runs.append(len(self.run_ends))
             self.run_ends.append(end)
             self.run_keys.append(key)
             self.run_counts.append(1)
-            self.ascending.append(True)
 
     def add_node(self, node: Node, tau: int | float, limit: int, end: int, key: Hashable) -> int:
         """:func:`enumerate_node` into the columns; the same complex events, in the same order.
 
         The walk keeps the positions of the current path in one list (latest
-        first) and, per pending branch, the path's length at the branch: a
-        branch resumes by truncating the list, and a complex event is copied
-        out with one C-level ``extend``.
+        first) and a stack of pending branches with the path's length at each:
+        a branch resumes by truncating the list, and a complex event is copied
+        out with one C-level ``extend``.  Setting up is kept minimal, since
+        most nodes give only a few complex events.
         """
         if node[1] < tau or limit <= 0:
             return 0
+        starts = self.starts
+        lengths = self.lengths
+        flat = self.flat
         path: list[int] = []
-        stack: list[Node] = [node]
-        depths: list[int] = [0]
-        pop, push, dpop, dpush = stack.pop, stack.append, depths.pop, depths.append
-        add_pos = path.append
-        add_start, add_length, copy = self.starts.append, self.lengths.append, self.flat.extend
+        stack: list[tuple[Node, int]] = []
         count = 0
-        while stack:
-            n = pop()
-            del path[dpop():]
-            while True:
-                kind = n[0]
-                if kind == OUTPUT:
-                    add_pos(n[2])
-                    n = n[3]
-                elif kind == UNION:
-                    right = n[3]
-                    if right[1] >= tau:
-                        push(right)
-                        dpush(len(path))
-                    n = n[2]
-                else:
-                    add_start(n[2])
-                    copy(path)
-                    add_length(len(path))
-                    count += 1
-                    if count >= limit:
-                        stack.clear()
+        n = node
+        while True:
+            kind = n[0]
+            if kind == OUTPUT:
+                path.append(n[2])
+                n = n[3]
+            elif kind == UNION:
+                right = n[3]
+                if right[1] >= tau:
+                    stack.append((right, len(path)))
+                n = n[2]
+            else:
+                starts.append(n[2])
+                flat.extend(path)
+                lengths.append(len(path))
+                count += 1
+                if count >= limit or not stack:
                     break
+                n, depth = stack.pop()
+                del path[depth:]
         self.run_ends.append(end)
         self.run_keys.append(key)
         self.run_counts.append(count)
-        self.ascending.append(False)
         return count

@@ -314,3 +314,20 @@ def test_float_repr_matches_python() -> None:
     values = [0.1, 1e16, 1e-7, 123456789.0, -0.0, 5e-324, 1.7976931348623157e308]
     assert json_values(pa.array(values)).to_pylist() == [repr(v) for v in values]
     assert all(math.isfinite(v) for v in values)
+
+
+def test_benchmark_runner_counts_and_dumps_with_the_bulk_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """benchmarks/runner.py's kleene side (match_batches) = Query.matches, for the CORE comparison."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent))
+    from benchmarks import datasets, runner
+    from benchmarks.workloads import CORE_ISSUE
+
+    path = tmp_path / "synthetic.parquet"
+    pq.write_table(datasets.synthetic(3000, 5), path)
+    monkeypatch.setattr(runner, "_DUMP", True)
+    events, count, _, found, _ = runner.run_kleene(CORE_ISSUE["C1"], path, 700)
+    expected = [(m.start, m.end, *m.positions) for m in kleene.compile(CORE_ISSUE["C1"]).matches(pq.read_table(path))]
+    assert events == 3000 and count == len(expected) > 1000
+    assert found == expected

@@ -24,7 +24,9 @@ Two *paths* per sink, so one run of the script shows before and after side by si
 
 Reported per workload, sink and path: complex events, median seconds of ``--runs`` runs and
 complex events per second (complex events / median seconds, everything included: reading,
-evaluating, enumerating, writing).  Figures are from whatever machine runs it; on a shared
+evaluating, enumerating, writing), and the same with this process's CPU time (less sensitive to
+other processes on a shared machine).  The paths alternate run by run (objects, bulk, bulk,
+objects, ...), so both see the same machine.  Figures are from whatever machine runs it; on a shared
 machine, expect ±20-30 %.  Run by hand, never by the tests.
 """
 
@@ -79,7 +81,7 @@ WORKLOADS = {
         ),
         Workload(
             "Q5all", "stock", 20_000, STOCK_Q["Q5"],
-            "the paper's Q5 without its protocol: about 50 complex events of 4 events per event",
+            "the paper's Q5 without its protocol: complex events of 4 events",
         ),
     )
 }
@@ -144,18 +146,87 @@ def has_bulk() -> bool:
     return hasattr(kleene.Query, "match_batches") and hasattr(JsonlWriter, "write_batch")
 
 
-def measure(run: Callable[[str, Path, Path], int], query: str, path: Path, target: Path, runs: int) -> tuple[int, float]:
-    seconds = []
-    counts = set()
-    for _ in range(runs):
-        gc.collect()
-        started = time.perf_counter()
-        counts.add(run(query, path, target))
-        seconds.append(time.perf_counter() - started)
-        target.unlink(missing_ok=True)
-    if len(counts) != 1:
-        raise SystemExit(f"runs disagree on the number of complex events: {sorted(counts)}")
-    return counts.pop(), statistics.median(seconds)
+def measure(
+    runners: dict[str, Callable[[str, Path, Path], int]], query: str, path: Path, target: Path, runs: int
+) -> dict[str, tuple[int, float, float]]:
+    """``{path: (complex events, median wall seconds, median CPU seconds)}``; paths alternate."""
+    wall: dict[str, list[float]] = {p: [] for p in runners}
+    cpu: dict[str, list[float]] = {p: [] for p in runners}
+    counts: dict[str, set[int]] = {p: set() for p in runners}
+    order = list(runners)
+    for r in range(runs):
+        for p in order if r % 2 == 0 else order[::-1]:
+            gc.collect()
+            started, started_cpu = time.perf_counter(), time.process_time()
+            counts[p].add(runners[p](query, path, target))
+            wall[p].append(time.perf_counter() - started)
+            cpu[p].append(time.process_time() - started_cpu)
+            target.unlink(missing_ok=True)
+    if len({c for cs in counts.values() for c in cs}) != 1:
+        raise SystemExit(f"runs or paths disagree on the number of complex events: {counts}")
+    return {
+        p: (counts[p].pop(), statistics.median(wall[p]), statistics.median(cpu[p])) for p in runners
+    }
+
+
+def split(query: str, path: Path, target: Path) -> dict[str, float]:
+    """CPU seconds of the bulk path's stages, for one run (see ``--split``).
+
+    * ``evaluate``: reading, predicates, Algorithm 1 and the tECS walk into columns
+      (iterating ``match_batches(events=True)`` and nothing else);
+    * ``walk``: the walk alone, replayed over the same tECS nodes (every call the engine made
+      to ``enumerate_node``, recorded during the evaluation), into ``Columns`` and ``MatchBatch``;
+    * ``arrow``: ``MatchBatch.to_arrow()`` over the batches (gathering the events' data);
+    * ``jsonl``: ``JsonlWriter.write_batch`` of the batches into a file, with every row
+      rendered anew (caches cleared).
+    """
+    import kleene.runtime.engine as engine_module
+    from kleene.batches import MatchBatch
+    from kleene.runtime.enumeration import Columns
+
+    calls: list[tuple[object, ...]] = []
+    real = engine_module.enumerate_node
+
+    def spy(node, tau, out, limit, end, key=None):  # type: ignore[no-untyped-def]
+        calls.append((node, tau, limit, end, key))
+        return real(node, tau, out, limit, end, key)
+
+    q = kleene.compile(query)
+    gc.collect()
+    t0 = time.process_time()
+    batches = list(q.match_batches(read_batches(path), events=True))
+    evaluate = time.process_time() - t0
+    engine_module.enumerate_node = spy  # type: ignore[assignment]
+    try:
+        for _ in q.match_batches(read_batches(path)):
+            pass
+    finally:
+        engine_module.enumerate_node = real
+    gc.collect()
+    t0 = time.process_time()
+    cols = Columns()
+    for node, tau, limit, end, key in calls:
+        cols.add_node(node, tau, limit, end, key)  # type: ignore[arg-type]
+    MatchBatch.from_columns(cols)
+    walk = time.process_time() - t0
+    if not calls:  # the register engine or a selection strategy: no tECS walk to replay
+        walk = float("nan")
+    t0 = time.process_time()
+    for b in batches:
+        b.to_arrow()
+    arrow = time.process_time() - t0
+    for b in batches:
+        assert b.events is not None
+        for stored in b.events.stored:
+            stored.derived.clear()
+    t0 = time.process_time()
+    with JsonlWriter(target) as writer:
+        for b in batches:
+            writer.write_batch(b)
+    jsonl = time.process_time() - t0
+    target.unlink(missing_ok=True)
+    return {"evaluate": evaluate, "walk": walk, "arrow": arrow, "jsonl": jsonl,
+            "complex_events": float(sum(len(b) for b in batches))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,22 +238,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--paths", nargs="*", default=list(PATHS), choices=PATHS)
     parser.add_argument("--tmp", type=Path, default=Path(tempfile.gettempdir()), help="where the JSON Lines go")
     parser.add_argument("--cpu", type=int, default=-1, help="pin to this CPU (-1: no pinning)")
+    parser.add_argument("--split", action="store_true",
+                        help="also time the bulk path's stages (evaluate, walk, to Arrow, to JSONL), CPU seconds")
     args = parser.parse_args(argv)
     if args.cpu >= 0 and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.cpu})
     paths = [p for p in args.paths if p != "bulk" or has_bulk()]
     target = args.tmp / f"kleene-enumeration-{os.getpid()}.jsonl"
-    print(f"# complex events/s, median of {args.runs} runs, end to end from Parquet; Python {sys.version.split()[0]}")
-    print("| workload | events | sink | path | complex events | median s | complex events/s |")
-    print("|---|---:|---|---|---:|---:|---:|")
+    print(f"# complex events/s, median of {args.runs} runs (paths alternating), end to end from Parquet; "
+          f"Python {sys.version.split()[0]}; load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print("| workload | events | sink | path | complex events | median s | complex events/s | median CPU s | complex events/CPU s |")
+    print("|---|---:|---|---|---:|---:|---:|---:|---:|")
     for name in args.workloads:
         w = WORKLOADS[name]
         n = w.events or args.events
         data = datasets.write(w.dataset, n, formats=("parquet",))["parquet"]
         for sink in args.sinks:
-            for p in paths:
-                count, seconds = measure(RUNNERS[sink, p], w.query, data, target, args.runs)
-                print(f"| {name} | {n:,} | {sink} | {p} | {count:,} | {seconds:.2f} | {count / seconds:,.0f} |", flush=True)
+            results = measure({p: RUNNERS[sink, p] for p in paths}, w.query, data, target, args.runs)
+            for p, (count, seconds, cpu) in results.items():
+                print(f"| {name} | {n:,} | {sink} | {p} | {count:,} | {seconds:.2f} | {count / seconds:,.0f} | "
+                      f"{cpu:.2f} | {count / cpu:,.0f} |", flush=True)
+    if args.split and has_bulk():
+        print("\n# bulk path by stage: median CPU seconds of the runs; complex events/s of enumeration "
+              "(the walk) plus output")
+        print("| workload | complex events | evaluate (incl. walk) s | walk s | to Arrow s | to JSONL s | "
+              "walk + Arrow: complex events/s | walk + JSONL: complex events/s |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for name in args.workloads:
+            w = WORKLOADS[name]
+            n = w.events or args.events
+            data = datasets.write(w.dataset, n, formats=("parquet",))["parquet"]
+            parts = [split(w.query, data, target) for _ in range(args.runs)]
+            med = {k: statistics.median(p[k] for p in parts) for k in parts[0]}
+            ces = med["complex_events"]
+            print(f"| {name} | {ces:,.0f} | {med['evaluate']:.2f} | {med['walk']:.2f} | {med['arrow']:.2f} | "
+                  f"{med['jsonl']:.2f} | {ces / (med['walk'] + med['arrow']):,.0f} | "
+                  f"{ces / (med['walk'] + med['jsonl']):,.0f} |", flush=True)
     return 0
 
 

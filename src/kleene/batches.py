@@ -84,23 +84,26 @@ class EventRows:
         """The events at ``positions`` (one row each, repeats allowed)."""
         return self.table().take(self.rows(positions))
 
-    def derived(self, key: Hashable, make: Callable[[pa.RecordBatch], pa.Array]) -> pa.Array:
-        """``make(projected batch)`` for every stored batch, concatenated; computed once per batch.
+    def derived(
+        self, key: Hashable, make: Callable[[pa.RecordBatch], tuple[pa.Array, ...]]
+    ) -> tuple[pa.Array, ...]:
+        """``make(projected batch)`` for every stored batch, concatenated array by array.
 
-        Complex events share events (an event is in many of them) and stored
-        batches outlive many output batches, so per-row work such as rendering
-        a row as JSON is done once per input row, not once per use.
+        Computed once per stored batch: complex events share events (an event
+        is in many of them) and stored batches outlive many output batches, so
+        per-row work such as rendering a row as JSON is done once per input
+        row, not once per use.
         """
         full = (key, self.columns)
         parts = []
         for s in self.stored:
-            arr = s.derived.get(full)
-            if arr is None:
-                arr = s.derived[full] = make(self.project(s.batch))
-            parts.append(arr)
-        if not parts:
-            return pa.array([], pa.string())
-        return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+            arrays = s.derived.get(full)
+            if arrays is None:
+                arrays = s.derived[full] = make(self.project(s.batch))
+            parts.append(arrays)
+        if len(parts) == 1:
+            return tuple(parts[0])
+        return tuple(pa.concat_arrays(list(column)) for column in zip(*parts))
 
 
 class MatchBatch:

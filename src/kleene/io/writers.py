@@ -154,8 +154,28 @@ class JsonlWriter:
         """
         if len(batch):
             self._drain()
-            self._stream.write(json_lines(batch, ensure_ascii=self._ascii))
+            data = json_bytes(batch, ensure_ascii=self._ascii)
+            raw = self._raw()
+            if raw is not None:
+                self._stream.flush()
+                raw.write(data)
+            else:
+                self._stream.write(bytes(data).decode("utf-8"))
             self.count += len(batch)
+
+    def _raw(self) -> IO[bytes] | None:
+        """The binary stream under the text stream, when bytes can go there as they are.
+
+        The bytes are UTF-8 (ASCII when ``ensure_ascii``): a UTF-8 stream takes
+        them unchanged, an ASCII-compatible one too when they are ASCII.
+        """
+        raw = getattr(self._stream, "buffer", None)
+        encoding = (getattr(self._stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if raw is None or not hasattr(raw, "write"):
+            return None
+        if encoding == "utf8" or (self._ascii and encoding in ("ascii", "usascii", "latin1", "iso88591", "cp1252")):
+            return raw
+        return None
 
     def write_all(self, events: Iterable[SupportsToDict | Mapping[str, Any]]) -> int:
         """Write every event; return how many were written by this call."""
@@ -286,9 +306,29 @@ def _join_lists(offsets: np.ndarray, values: pa.Array, sep: str) -> pa.Array:
     return pc.binary_join(lists, sep)
 
 
+def _rendered_rows(batch: pa.RecordBatch, ensure_ascii: bool) -> tuple[pa.Array, pa.Array]:
+    """The rows as JSON objects, and the same after ``", "``.
+
+    large_string: the lines of one batch may pass 2 GiB.
+    """
+    rows = json_rows(batch, ensure_ascii=ensure_ascii).cast(pa.large_string())
+    large = pa.large_string()
+    return rows, pc.binary_join_element_wise(pa.scalar(", ", large), rows, pa.scalar("", large))
+
+
 def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
-    """One JSON line (with its newline) per complex event of an unmerged batch."""
+    """One JSON line (with its newline) per complex event of an unmerged batch (large_string).
+
+    A line is ``head, event_1, event_2, ..., event_k, tail``: the head (query,
+    start, end, positions) and the tail (partition) are small per-line
+    strings; the events are the rendered input rows (``", "`` in front from
+    the second on).  All pieces go into one array and a single ``take`` lays
+    the lines out, so the bulk of the text (the events) is copied once.
+    """
     n = len(batch)
+    events = batch.events
+    if events is None:
+        raise ValueError("this batch has no events' data: ask for it with events=True")
     parts: list[Any] = []
     if batch.query is not None:
         names = {q: '{"query": ' + dumps(q, ensure_ascii=ensure_ascii) + ", " for q in set(batch.query)}
@@ -304,39 +344,73 @@ def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
         _join_lists(batch.offsets, pc.cast(pa.array(batch.positions), pa.string()), ", "),
         '], "events": [',
     ]
-    events = batch.events
-    if events is None:
-        raise ValueError("this batch has no events' data: ask for it with events=True")
-    rendered = events.derived(("json", ensure_ascii), lambda b: json_rows(b, ensure_ascii=ensure_ascii))
-    taken = rendered.take(pa.array(events.rows(batch.positions)))
-    parts.append(_join_lists(batch.offsets, taken, ", "))
-    parts.append("]")
+    heads = _concat(parts, n)
     if batch.partition is not None:
         cache: dict[Any, str] = {}
 
-        def suffix(key: Any) -> str:
+        def tail(key: Any) -> str:
             if key is None:
-                return ""
+                return "]}\n"
             # Keyed with the values' types too: 1, 1.0 and True are equal keys
             # of a dict but render differently.
             tagged = (key, tuple(map(type, key)))
             text = cache.get(tagged)
             if text is None:
-                text = cache[tagged] = ', "partition": ' + dumps(list(key), ensure_ascii=ensure_ascii)
+                text = cache[tagged] = (
+                    '], "partition": ' + dumps(list(key), ensure_ascii=ensure_ascii) + "}\n"
+                )
             return text
 
-        parts.append(pa.array([suffix(k) for k in batch.partition], pa.string()))
-    parts.append("}\n")
-    return _concat(parts, n)
+        tails = pa.array([tail(k) for k in batch.partition], pa.string())
+    else:
+        tails = pa.array(["]}\n"], pa.string())
+    # Each stored input row rendered once (kept with its stored batch), as is
+    # and after ", " (the events after the first of a line).
+    rendered, separated = events.derived(
+        ("json", ensure_ascii), lambda b: _rendered_rows(b, ensure_ascii)
+    )
+    m = len(rendered)
+    source = pa.concat_arrays(
+        [heads.cast(pa.large_string()), tails.cast(pa.large_string()), rendered, separated]
+    )
+    # Piece indices: line i takes items offsets[i] + 2i .. offsets[i + 1] + 2i + 1.
+    lengths = np.diff(batch.offsets)
+    starts = batch.offsets[:-1] + 2 * np.arange(n, dtype=np.int64)
+    total = int(batch.offsets[-1]) + 2 * n
+    index = np.empty(total, dtype=np.int64)
+    index[starts] = np.arange(n, dtype=np.int64)
+    ends = starts + lengths + 1
+    index[ends] = n + (np.arange(n, dtype=np.int64) if len(tails) == n else 0)
+    rows = events.rows(batch.positions)
+    slots = np.ones(total, dtype=bool)
+    slots[starts] = False
+    slots[ends] = False
+    first = np.zeros(len(rows), dtype=bool)
+    first[batch.offsets[:-1][lengths > 0]] = True
+    index[slots] = len(tails) + n + rows + np.where(first, 0, m)
+    text = source.take(pa.array(index))
+    item_offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset : text.offset + total + 1]
+    line_offsets = item_offsets[np.append(starts, total)]
+    return pa.LargeStringArray.from_buffers(
+        n, pa.py_buffer(np.ascontiguousarray(line_offsets)), text.buffers()[2]
+    )
+
+
+def json_bytes(batch: MatchBatch, *, ensure_ascii: bool = False) -> memoryview:
+    """The JSON Lines of a batch of complex events (with events' data), UTF-8, without a copy."""
+    if not len(batch):
+        return memoryview(b"")
+    lines = batch.render(lambda b: _line_array(b, ensure_ascii))
+    if lines.type != pa.large_string():
+        lines = lines.cast(pa.large_string())
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)
+    lo, hi = int(offsets[lines.offset]), int(offsets[lines.offset + len(lines)])
+    return memoryview(lines.buffers()[2])[lo:hi]
 
 
 def json_lines(batch: MatchBatch, *, ensure_ascii: bool = False) -> str:
     """The JSON Lines of a batch of complex events (with events' data), as one string."""
-    if not len(batch):
-        return ""
-    lines = batch.render(lambda b: _line_array(b, ensure_ascii))
-    whole = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines), "")
-    return str(whole[0].as_py())
+    return bytes(json_bytes(batch, ensure_ascii=ensure_ascii)).decode("utf-8")
 
 
 class ArrowWriter:

@@ -37,7 +37,7 @@ from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION
 from strategies import STREAM_KEY, cases, condition_cases
 from test_engine_vs_oracle import SUPPORTED_CEL, Case, compile_case, rows_of
 
-SLOW = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+SLOW = settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def pieces(table: pa.Table, cuts: list[int]) -> list[pa.RecordBatch]:
@@ -79,7 +79,7 @@ def prepared(case: Case) -> tuple[Any, pa.Table, Any]:
     return query, pa.Table.from_pylist(rows_of(events, times)), None
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases(full_cel=SUPPORTED_CEL), st.lists(st.integers(0, 40), max_size=4))
 def test_bulk_equals_matches_whole_language(case: Case, cuts: list[int]) -> None:
     """Same complex events, same order, whatever the operators, strategy and batching."""

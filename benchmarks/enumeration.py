@@ -20,7 +20,8 @@ Two *paths* per sink, so one run of the script shows before and after side by si
   ``pyarrow.Table.from_pylist`` over ``ComplexEvent.to_dict()`` (arrow), ``Query.run`` and
   ``JsonlWriter.write`` per complex event (jsonl, as ``kleene run`` did before the bulk path);
 * ``bulk``: the columnar path (``Query.match_batches``, ``Query.run_arrow``,
-  ``JsonlWriter.write_batch``), when this version of kleene has it.
+  ``Query.match_batches(events=True)`` and ``JsonlWriter.write_batch``), when this version of
+  kleene has it.
 
 Reported per workload, sink and path: complex events, median seconds of ``--runs`` runs and
 complex events per second (complex events / median seconds, everything included: reading,
@@ -127,7 +128,7 @@ def arrow_bulk(query: str, path: Path, target: Path) -> int:
 def jsonl_bulk(query: str, path: Path, target: Path) -> int:
     q = kleene.compile(query)
     with JsonlWriter(target) as writer:
-        for b in q.event_batches(read_batches(path)):  # type: ignore[attr-defined]
+        for b in q.match_batches(read_batches(path), events=True):  # type: ignore[attr-defined]
             writer.write_batch(b)  # type: ignore[attr-defined]
     return writer.count
 

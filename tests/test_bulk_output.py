@@ -331,3 +331,20 @@ def test_benchmark_runner_counts_and_dumps_with_the_bulk_path(
     expected = [(m.start, m.end, *m.positions) for m in kleene.compile(CORE_ISSUE["C1"]).matches(pq.read_table(path))]
     assert events == 3000 and count == len(expected) > 1000
     assert found == expected
+
+
+def test_parquet_never_drops_fields_silently(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Several queries whose events differ in shape: a clear error, never a lossy cast."""
+    (tmp_path / "in.csv").write_text("type,v,s\nA,1,x\nB,2,y\nA,3,z\nB,4,w\nC,5,u\nC,6,t\n")
+    out = tmp_path / "out.parquet"
+    args = ["run", "SELECT a[v] FROM S WHERE A as a; B as b", "SELECT * FROM S WHERE C as c",
+            "--input", str(tmp_path / "in.csv"), "--batch-size", "2", "--no-progress"]
+    assert main([*args, "--output", str(out)]) == 1
+    assert "different shapes" in capsys.readouterr().err
+    assert not out.exists()
+    # Same shapes (a null field added to a later batch is lossless): fine.
+    args[1] = "SELECT * FROM S WHERE A as a; B as b"
+    assert main([*args, "--output", str(out)]) == 0
+    rows = pq.read_table(out).to_pylist()
+    assert [r["query"] for r in rows] == ["q1", "q1", "q1", "q2", "q2"]
+    assert rows[-1]["events"] == [{"type": "C", "v": 6, "s": "t"}]

@@ -615,6 +615,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"kleene: {exc}", file=stderr)
         return EXIT_OTHER
+    except kleene.KleeneError as exc:  # e.g. complex events that do not fit one Parquet schema
+        print(f"kleene: error: {exc}", file=stderr)
+        return EXIT_OTHER
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -38,6 +38,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kleene.language.errors import KleeneError
+
 if TYPE_CHECKING:
     from kleene.batches import MatchBatch
 
@@ -442,12 +444,23 @@ class ArrowWriter:
             self._open(rb.schema)
         assert self._schema is not None
         if not rb.schema.equals(self._schema):
+            # Only a cast that loses nothing (adds null fields, widens types):
+            # Arrow's cast would silently drop struct fields the first batch lacked.
+            problem = ""
             try:
-                rb = rb.cast(self._schema)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
-                raise ValueError(
-                    f"complex events of different shapes cannot go in one {self.format} file: {exc}"
-                ) from exc
+                unified = pa.unify_schemas([self._schema, rb.schema], promote_options="permissive")
+                if unified.equals(self._schema):
+                    rb = rb.cast(self._schema)
+                else:
+                    problem = f"{rb.schema} does not fit {self._schema}"
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, ValueError) as exc:
+                problem = str(exc)
+            if problem:
+                raise KleeneError(
+                    f"complex events of different shapes cannot go in one {self.format} file "
+                    "(several queries with different SELECT lists or PARTITION BY? write JSON "
+                    f"Lines, or one file per query): {problem}"
+                )
         self._writer.write_batch(rb)
         self.count += rb.num_rows
 

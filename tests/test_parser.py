@@ -636,3 +636,19 @@ def test_every_node_has_a_span() -> None:
         span = getattr(node, "span", None)
         if span is not None and not isinstance(node, Span):
             assert span != ast.NO_SPAN, node
+
+
+def test_the_built_parser_is_cached_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The LALR tables are built once, saved, and loaded by later processes; a bad file is rebuilt."""
+    from kleene.language import parser as parser_module
+
+    monkeypatch.setenv("KLEENE_CACHE_DIR", str(tmp_path))
+    text = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] WITHIN 10 EVENTS"
+    built = parser_module._lark.__wrapped__()
+    [saved] = list(tmp_path.iterdir())
+    loaded = parser_module._lark.__wrapped__()
+    assert loaded.parse(text) == built.parse(text)
+    saved.write_bytes(b"not a parser")
+    rebuilt = parser_module._lark.__wrapped__()
+    assert rebuilt.parse(text) == built.parse(text)
+    assert saved.read_bytes() != b"not a parser"

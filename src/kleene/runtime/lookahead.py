@@ -74,10 +74,13 @@ class Lookahead:
         if np.issubdtype(times.dtype, np.floating) and np.isnan(times).any():
             return None  # no order to reason with
         capable = self.final_capable(bits)
-        # next[i]: the first final-capable row at or after i, n when there is none.
-        rows = np.where(capable, np.arange(n), n)
-        nxt = np.minimum.accumulate(rows[::-1])[::-1]
-        # Without one in the batch, later batches start at the last time at the earliest.
-        horizon = np.append(times, times[-1])[nxt]
+        # horizon[i]: the time of the first final-capable row at or after i.
+        # Without one in the batch, later batches start at the last time at
+        # the earliest, which is the time of the last row (n - 1).
+        if not capable.any():
+            horizon: np.ndarray | np.generic = times[-1]
+        else:
+            rows = np.where(capable, np.arange(n), n - 1)
+            horizon = times[np.minimum.accumulate(rows[::-1])[::-1]]
         live = (horizon - times) <= window
         return None if live.all() else live

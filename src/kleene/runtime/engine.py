@@ -17,6 +17,12 @@ the batch (cached for the batch), and the loop jumps from one to the next.
 Under PARTITION BY the set is that of the states active in *some* partition;
 each visited event is then checked against its own partition's states.
 
+**Lookahead.**  Under a window, an event that no *final-capable* event
+(one that can take a run into a final state) follows within the window can
+be in no complex event: it is skipped too, whatever the active states
+(:mod:`kleene.runtime.lookahead`).  The loop then runs over the remaining
+candidates only, and converts only their positions and times to Python.
+
 **Windows.**  ``tau = time - window`` is the earliest start a complex event
 ending now may have; enumeration prunes with it and runs older than it are
 dropped.  ``WITHIN n EVENTS`` uses positions as times.

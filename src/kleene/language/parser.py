@@ -91,6 +91,10 @@ def _lark() -> Lark:
     options and the lark version (a changed grammar gets a new file), written
     to a temporary file and renamed (concurrent processes never read half a
     file).  Any problem with the cache falls back to building the parser.
+
+    A saved parser is a pickle, so loading one runs whatever it holds: only
+    a file that this user owns in a folder only this user can write is
+    loaded (the folder is created private), never one others could plant.
     """
     grammar = resources.files("kleene.language").joinpath("grammar.lark").read_text("utf-8")
     key = hashlib.sha256(
@@ -98,13 +102,14 @@ def _lark() -> Lark:
     ).hexdigest()[:24]
     path = cache_dir() / f"ceql-parser-{key}.lark"
     try:
-        with path.open("rb") as f:
-            return Lark.load(f)
+        if _private(path.parent) and _private(path):
+            with path.open("rb") as f:
+                return Lark.load(f)
     except Exception:  # noqa: BLE001 - missing, unreadable or stale: build it
         pass
     parser = Lark(grammar, **_LARK_OPTIONS)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".ceql-parser-")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -116,6 +121,12 @@ def _lark() -> Lark:
     except OSError:
         pass  # a read-only home: build it in every process
     return parser
+
+
+def _private(path: Path) -> bool:
+    """True when ``path`` belongs to this user and nobody else may write it."""
+    st = path.stat()
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 @functools.cache

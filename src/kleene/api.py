@@ -51,6 +51,7 @@ from kleene.language.variables import variable_event_types
 from kleene.registers.automaton import SRT, compile_srt
 from kleene.registers.pairs import pair_plan
 from kleene.registers.runtime import RegisterEngine
+from kleene.registers.window_runtime import WindowedEngine, choose_register_runtime
 from kleene.runtime.engine import Engine, Settings
 from kleene.runtime.enumeration import Found
 from kleene.runtime.store import EventStore
@@ -273,6 +274,12 @@ class Query:
             limit=query.limit,
             strategy=query.select.strategy,
         )
+        self.register_runtime: str | None = None
+        """For the register engine: ``"pairs"``, ``"windowed"`` or ``"runs"`` (see explain())."""
+        if self.srt is not None:
+            self.register_runtime = choose_register_runtime(
+                self.srt, self.settings, window, type_column
+            )
         self._attrs = self._projected_attributes()
         self._session = Session(self)
 
@@ -601,7 +608,10 @@ class Session:
         self.engine: Engine | RegisterEngine
         if query.srt is not None:
             settings = query.settings
-            self.engine = RegisterEngine(
+            runtime = RegisterEngine
+            if query.register_runtime == "windowed":
+                runtime = WindowedEngine
+            self.engine = runtime(
                 query.srt,
                 window=settings.window,
                 partitioned=settings.partitioned,

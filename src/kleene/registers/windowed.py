@@ -47,6 +47,7 @@ its registers lives.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -205,9 +206,16 @@ def transition_formula(name: str, t: RTransition) -> Formula:
     return Formula(name, test)
 
 
-def _srt_transitions(srt: SRT, q: int, strict: bool) -> list[tuple[str, RTransition | None]]:
-    """The transitions leaving ``q`` as the runtime takes them; None: the TRUE self-loop."""
+def _srt_transitions(
+    srt: SRT, q: int, strict: bool, streaming: bool = False
+) -> list[tuple[str, RTransition | None]]:
+    """The transitions leaving ``q`` as the runtime takes them; None: the TRUE self-loop.
+
+    ``streaming``: the initial state has the TRUE self-loop of ``⊤*·e``.
+    """
     out: list[tuple[str, RTransition | None]] = []
+    if streaming and q == srt.initial:
+        out.append(("⊤", None))
     if not strict and q != srt.initial:
         if srt.stationary[q]:
             if not srt.dead[q]:
@@ -240,9 +248,23 @@ def from_srt(srt: SRT, *, streaming: bool = False, strict: bool = False) -> SRA:
                     t.marked, t.target in srt.finals, t.target, frozenset(t.clears),
                 )
             )
+    # Keep the states reachable from the initial one (a gap state that a
+    # stationary state stands for is not), numbered in the order reached.
+    number = {srt.initial: 0}
+    order = [srt.initial]
+    for q in order:
+        for t in transitions:
+            if t.source == q and t.target not in number:
+                number[t.target] = len(order)
+                order.append(t.target)
+    kept = tuple(
+        dataclasses.replace(t, source=number[t.source], target=number[t.target])
+        for t in transitions
+        if t.source in number
+    )
     return SRA(
-        srt.num_states, srt.initial, srt.finals, tuple(transitions), srt.num_registers,
-        tuple(range(srt.num_states)), ident,
+        len(order), 0, frozenset(number[q] for q in srt.finals if q in number), kept,
+        srt.num_registers, tuple(order), ident,
     )
 
 
@@ -308,10 +330,12 @@ class Unrolling:
     creates a node's edges, and their children, the first time it is asked.
     """
 
-    def __init__(self, srt: SRT, depth: int, *, strict: bool = False) -> None:
+    def __init__(self, srt: SRT, depth: int, *, strict: bool = False, streaming: bool = False) -> None:
         self.srt = srt
         self.depth = depth
         self.strict = strict
+        self.streaming = streaming
+        """Unroll ``⊤*·e``: walks may first skip events at the initial state (RMA Alg 6-8)."""
         self.dist = distances(srt, strict)
         self.keys: list[NodeKey] = []
         self.index: dict[NodeKey, int] = {}
@@ -343,7 +367,7 @@ class Unrolling:
         if d >= self.depth:
             return ()
         out: list[Edge] = []
-        for name, t in _srt_transitions(srt, q, self.strict):
+        for name, t in _srt_transitions(srt, q, self.strict, self.streaming):
             if t is None:
                 target, mask, neg, guards, writes, clears = q, 0, 0, (), (), ()
                 marked = accepting = False
@@ -376,14 +400,14 @@ class Unrolling:
             k += 1
 
 
-def unroll(srt: SRT, depth: int, *, strict: bool = False) -> SRA:
+def unroll(srt: SRT, depth: int, *, strict: bool = False, streaming: bool = False) -> SRA:
     """The unrolled SRA of ``srt`` for walks of at most ``depth`` events (TR Alg 3-6).
 
     Its registers are the copies ``(r, j)``: SRT register ``r`` as written by
     the ``j``-th event of a walk; each is written by one depth of the tree
     only, so every walk writes it at most once.
     """
-    tree = Unrolling(srt, depth, strict=strict)
+    tree = Unrolling(srt, depth, strict=strict, streaming=streaming)
     tree.expand_all()
     copies: dict[tuple[int, int], int] = {}
 

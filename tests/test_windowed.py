@@ -276,9 +276,68 @@ def windowed_cases(draw: st.DrawFn) -> tuple[ast.Query, list[dict[str, Any]], li
     return replace(query, within=ast.EventsWindow(draw(st.integers(0, 8)))), events, times
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(windowed_cases())
 def test_windowed_runtime_equals_oracle(case: tuple[ast.Query, list[dict[str, Any]], list[int]]) -> None:
     compiled = compile_case(case[0])
     assert compiled.register_runtime in ("windowed", "pairs")
     check_against_oracle(case)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(windowed_cases(), st.integers(1, 6), st.sampled_from((0.0, 2.0)))
+def test_windowed_runtime_cache_restarts_and_switch_to_runs(
+    case: tuple[ast.Query, list[dict[str, Any]], list[int]], every: int, miss_limit: float
+) -> None:
+    """The subset cache starting over every few transitions, and the hand-over to runs
+    (WindowedEngine._to_runs) after a few events, change nothing."""
+    import kleene.registers.window_runtime as window_runtime
+
+    saved = (window_runtime.CACHE_LIMIT, window_runtime.WARM_UP, window_runtime.PERIOD,
+             window_runtime.MISS_LIMIT)
+    window_runtime.CACHE_LIMIT = every
+    window_runtime.WARM_UP, window_runtime.PERIOD = every, every
+    window_runtime.MISS_LIMIT = miss_limit  # 0: switch at the first measurement; 2: never
+    try:
+        check_against_oracle(case)
+    finally:
+        (window_runtime.CACHE_LIMIT, window_runtime.WARM_UP, window_runtime.PERIOD,
+         window_runtime.MISS_LIMIT) = saved
+
+
+def _stock_rows(n: int, seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    return [
+        {"type": rng.choice(("BUY", "SELL")), "name": rng.choice("ABC"), "price": rng.randint(0, 60)}
+        for _ in range(n)
+    ]
+
+
+def test_switch_to_runs_mid_stream_keeps_the_output() -> None:
+    """Rising prices per name: windowed, switched to runs after 300 events, and runs agree."""
+    import kleene.registers.window_runtime as window_runtime
+
+    query = (
+        "SELECT * WHERE SELL as s ; (BUY OR SELL):+ as t FILTER s[price > 40] AND "
+        "t[price > prev(t).price AND price > s.price] PARTITION BY [name] WITHIN 12 EVENTS"
+    )
+    table = pa.Table.from_pylist(_stock_rows(3000, 5))
+
+    def run(runtime: str) -> tuple[list[tuple[int, int, tuple[int, ...]]], Any]:
+        q = kleene.compile(query)
+        q.register_runtime = runtime
+        got = [(m.start, m.end, m.positions) for m in q.matches(table.to_batches(max_chunksize=500))]
+        return sorted(got, key=lambda m: (m[1], m)), q._last.engine  # order within an end may differ
+
+    reference, _ = run("runs")
+    assert len(reference) > 50
+    windowed, engine = run("windowed")
+    assert not engine.on_runs and windowed == reference
+    saved = window_runtime.WARM_UP, window_runtime.PERIOD, window_runtime.MISS_LIMIT
+    window_runtime.WARM_UP, window_runtime.PERIOD, window_runtime.MISS_LIMIT = 100, 200, 0.0
+    try:
+        switched, engine = run("windowed")
+    finally:
+        window_runtime.WARM_UP, window_runtime.PERIOD, window_runtime.MISS_LIMIT = saved
+    assert engine.on_runs and engine.switched_at == 300
+    assert switched == reference

@@ -43,20 +43,61 @@ from kleene.language import ast
 from kleene.registers.automaton import SRT
 from kleene.registers.pairs import pair_plan
 from kleene.registers.runtime import RegisterEngine
-from kleene.registers.windowed import Unrolling
+from kleene.registers.windowed import Edge, Unrolling
 
 Found = list[tuple[int, tuple[int, ...]]]
+Step = tuple[int, Edge]
+"""``(depth of the node, edge)``: an edge leaving a node of a subset."""
+CACHE_LIMIT = 200_000
+"""Cached subset transitions before the cache starts over (bounds memory, as LazyDFA does)."""
+WARM_UP = 2048
+"""Visited events before the hit rate of the subset cache is first measured."""
+PERIOD = 4096
+"""Visited events between two measurements of the hit rate."""
+MISS_LIMIT = 0.1
+"""Above this share of subset transitions computed rather than cached, runs are cheaper."""
+
+
+class _Plan:
+    """What a subset does on an event with given unary bits: the lazily built minterm table.
+
+    Edges whose unary bits fail are gone; those without n-ary guards always
+    fire (``children``, ``accepts``); ``guarded`` are the conditions of the
+    minterm, whose truth values index ``outcomes``.
+    """
+
+    __slots__ = ("accepts", "children", "guarded", "outcomes", "writes")
+
+    def __init__(self) -> None:
+        self.guarded: list[Step] = []
+        self.children: set[int] = {0}
+        self.accepts: list[Step] = []
+        self.writes = False
+        self.outcomes: dict[int, _Next] = {}
+
+
+class _Next:
+    """The target of one minterm: the next subset, what it reports, whether it writes."""
+
+    __slots__ = ("accepts", "subset", "writes")
+
+    def __init__(self, subset: int, accepts: tuple[Step, ...], writes: bool) -> None:
+        self.subset = subset
+        self.accepts = accepts
+        self.writes = writes
 
 
 class _Partition:
     """The configuration of the deterministic automaton for one partition."""
 
-    __slots__ = ("events", "nodes", "positions")
+    __slots__ = ("events", "positions", "subset")
 
     def __init__(self) -> None:
-        self.nodes: list[int] = []
-        """The non-root nodes the runs are at (the root is in every subset)."""
-        self.events: list[tuple[Any, ...]] = []
+        self.subset = 0
+        """The subset of tree nodes the runs are at (subset 0: only the root)."""
+        self.events: list[tuple[Any, ...] | None] = []
+        """The deterministic automaton's registers: the partition's last visited events
+        (None for those no transition wrote, which no guard can read)."""
         self.positions: list[int] = []
 
 
@@ -82,18 +123,93 @@ class WindowedEngine(RegisterEngine):
         self.depth = int(window) + 1
         self.tree = Unrolling(srt, self.depth, strict=self.strict)
         self.parts: dict[Hashable, _Partition] = {}
-        self._node_depth: list[int] = []
+        self.subsets: list[frozenset[int]] = []
+        self.oldest: list[int] = []
+        """Per subset: the depth of its deepest node (the run that started first)."""
+        self._subset_id: dict[frozenset[int], int] = {}
+        self._plans: dict[tuple[int, int], _Plan] = {}
+        self._cached = 0
+        self.misses = 0
+        """Subset transitions computed (the others came from the cache)."""
+        self.on_runs = False
+        """Switched to the runs of :class:`RegisterEngine` (the subset cache missed too often)."""
+        self.switched_at: int | None = None
+        """The visited event at which it switched."""
+        self._check_at = WARM_UP
+        self._since: tuple[int, int] | None = None
+        self._intern(frozenset({0}))
 
     @property
     def live_runs(self) -> int:
-        return sum(len(p.nodes) for p in self.parts.values())
+        if self.on_runs:
+            return sum(len(r) for r in self.runs.values())
+        return sum(len(self.subsets[p.subset]) - 1 for p in self.parts.values())
 
-    def _depths(self) -> list[int]:
+    def _intern(self, nodes: frozenset[int]) -> int:
+        sid = self._subset_id.get(nodes)
+        if sid is None:
+            sid = len(self.subsets)
+            self._subset_id[nodes] = sid
+            self.subsets.append(nodes)
+            keys = self.tree.keys
+            self.oldest.append(max(keys[n][1] for n in nodes))
+        return sid
+
+    def _restart_cache(self) -> None:
+        """Forget the cached subsets and transitions, keeping the partitions' current subsets."""
+        live = {key: self.subsets[p.subset] for key, p in self.parts.items()}
+        self.subsets, self.oldest, self._subset_id = [], [], {}
+        self._plans.clear()
+        self._cached = 0
+        self._intern(frozenset({0}))
+        for key, nodes in live.items():
+            self.parts[key].subset = self._intern(nodes)
+
+    def _plan(self, sid: int, bits: int) -> _Plan:
+        plan = _Plan()
+        keys, out = self.tree.keys, self.tree.out
+        for n in sorted(self.subsets[sid]):
+            d = keys[n][1]
+            for e in out(n):
+                if bits & e.mask != e.mask or bits & e.neg:
+                    continue
+                if e.guards:
+                    plan.guarded.append((d, e))
+                    continue
+                if e.live:
+                    plan.children.add(e.child)
+                if e.accepting:
+                    plan.accepts.append((d, e))
+                plan.writes = plan.writes or bool(e.writes)
+        self._plans[(sid, bits)] = plan
+        self._cached += 1
+        return plan
+
+    def _outcome(self, plan: _Plan, truth: int) -> _Next:
+        self.misses += 1
+        self._cached += 1
+        children = set(plan.children)
+        accepts = list(plan.accepts)
+        writes = plan.writes
+        for i, (d, e) in enumerate(plan.guarded):
+            if truth >> i & 1:
+                if e.live:
+                    children.add(e.child)
+                if e.accepting:
+                    accepts.append((d, e))
+                writes = writes or bool(e.writes)
+        nxt = _Next(self._intern(frozenset(children)), tuple(accepts), writes)
+        plan.outcomes[truth] = nxt
+        return nxt
+
+    def _within(self, part: _Partition, tau: Any, k: int) -> int:
+        """The partition's subset without the runs whose start left the window (index k: now)."""
+        positions = part.positions
         keys = self.tree.keys
-        depths = self._node_depth
-        if len(depths) < len(keys):
-            depths.extend(k[1] for k in keys[len(depths):])
-        return depths
+        kept = frozenset(
+            n for n in self.subsets[part.subset] if n and positions[k - keys[n][1]] >= tau
+        )
+        return self._intern(kept | {0})
 
     def _step(
         self,
@@ -105,66 +221,125 @@ class WindowedEngine(RegisterEngine):
         row: int,
         tau: Any,
     ) -> Found:
+        if self.on_runs:
+            return super()._step(key, pos, time, bits, columns, row, tau)
+        if self.steps >= self._check_at:
+            self._measure()
+            if self.on_runs:
+                return super()._step(key, pos, time, bits, columns, row, tau)
+        if self._cached >= CACHE_LIMIT:
+            self._restart_cache()
         part = self.parts.get(key)
         if part is None:
             part = self.parts[key] = _Partition()
         events, positions = part.events, part.positions
-        events.append(tuple(col[row] for col in columns))
         positions.append(pos)
-        k = len(events) - 1
-        event = events[k]
-        out = self.tree.out
-        depth = self._depths()
-        new: dict[int, None] = {}
+        events.append(None)
+        k = len(positions) - 1
+        sid = part.subset
+        if positions[k - self.oldest[sid]] < tau:
+            sid = self._within(part, tau, k)
+        plan = self._plans.get((sid, bits))
+        if plan is None:
+            plan = self._plan(sid, bits)
+        event: tuple[Any, ...] | None = None
+        truth = 0
+        if plan.guarded:
+            event = tuple(col[row] for col in columns)
+            bit = 1
+            for d, e in plan.guarded:
+                base = k - d - 1
+                regs = tuple(None if j is None else events[base + j] for j in e.selection)
+                for g in e.guards:
+                    if not g(event, regs):
+                        break
+                else:
+                    truth |= bit
+                bit <<= 1
+        nxt = plan.outcomes.get(truth)
+        if nxt is None:
+            nxt = self._outcome(plan, truth)
+        if nxt.writes:
+            events[k] = event if event is not None else tuple(col[row] for col in columns)
         found: Found = []
-        for n in (*part.nodes, 0):
-            first = k - depth[n]
-            if positions[first] < tau:
-                continue
-            for e in out(n):
-                if bits & e.mask != e.mask or bits & e.neg:
-                    continue
-                if e.guards:
-                    base = first - 1
-                    regs = tuple(None if j is None else events[base + j] for j in e.selection)
-                    ok = True
-                    for g in e.guards:
-                        if not g(event, regs):
-                            ok = False
-                            break
-                    if not ok:
-                        continue
-                if e.live:
-                    new[e.child] = None
-                if e.accepting:
-                    base = first - 1
-                    found.append((positions[first], tuple(positions[base + j] for j in e.marks)))
-            depth = self._depths()  # out() may have created nodes
-        if new:
-            part.nodes = list(new)
+        for d, e in nxt.accepts:
+            base = k - d - 1
+            found.append((positions[k - d], tuple(positions[base + j] for j in e.marks)))
+        if nxt.subset:
+            part.subset = nxt.subset
             keep = self.depth + 1
-            if len(events) > 2 * keep + 64:
+            if len(positions) > 2 * keep + 64:
                 del events[: len(events) - keep]
                 del positions[: len(positions) - keep]
         else:
             del self.parts[key]
         return found
 
+    def _measure(self) -> None:
+        """Go on with runs when the subsets repeat too rarely for the cache to pay.
+
+        Each miss builds a subset transition (``O(|S| · d)`` plus interning),
+        which costs more than stepping the runs directly; the miss rate
+        depends on the data (how varied the sets of live runs are), so it is
+        measured on the stream, after a warm-up, every :data:`PERIOD` events.
+        """
+        now = (self.steps, self.misses)
+        if self._since is not None:
+            steps, misses = now[0] - self._since[0], now[1] - self._since[1]
+            if misses > MISS_LIMIT * steps:
+                self._to_runs()
+                return
+        self._since = now
+        self._check_at = self.steps + PERIOD
+
+    def _to_runs(self) -> None:
+        """Hand the state over to :class:`RegisterEngine`: each node becomes the run it stands for.
+
+        A node ``(state, d, registers, marks)`` of a partition whose last
+        ``L`` events are known started at event ``L - d``; its register copy
+        written at depth ``j`` is event ``L - d + j - 1``, likewise its marks.
+        """
+        keys = self.tree.keys
+        for key, part in self.parts.items():
+            events, positions = part.events, part.positions
+            last = len(positions)
+            runs: dict[Any, None] = {}
+            for n in self.subsets[part.subset]:
+                if not n:
+                    continue
+                state, d, regs, marks = keys[n]
+                base = last - d - 1
+                start = positions[last - d]
+                registers = tuple(None if j is None else events[base + j] for j in regs)
+                marked = tuple(positions[base + j] for j in marks)
+                runs[(state, registers, start, start, marked)] = None
+            if runs:
+                self.runs[key] = runs
+        self.parts.clear()
+        self._plans.clear()
+        self.subsets, self.oldest, self._subset_id = [], [], {}
+        self.on_runs = True
+        self.switched_at = self.steps
+
     def _evict_expired(self, tau: Any) -> None:
-        depth = self._depths()
+        if self.on_runs:
+            super()._evict_expired(tau)
+            return
         live = 0
         for key in list(self.parts):
             part = self.parts[key]
-            last = len(part.positions)
-            part.nodes = [n for n in part.nodes if part.positions[last - depth[n]] >= tau]
-            if part.nodes:
-                live += len(part.nodes)
+            sid = self._within(part, tau, len(part.positions))
+            if sid:
+                part.subset = sid
+                live += len(self.subsets[sid]) - 1
             else:
                 del self.parts[key]
         self._sweep_at = self.steps + max(8192, live)
 
     def _forget(self, key: Hashable) -> None:
-        if key is None:
+        if self.on_runs:
+            super()._forget(key)
+        elif key is None:
             self.parts.clear()
         else:
             self.parts.pop(key, None)

@@ -253,13 +253,13 @@ def from_srt(srt: SRT, *, streaming: bool = False, strict: bool = False) -> SRA:
     number = {srt.initial: 0}
     order = [srt.initial]
     for q in order:
-        for t in transitions:
-            if t.source == q and t.target not in number:
-                number[t.target] = len(order)
-                order.append(t.target)
+        for tr in transitions:
+            if tr.source == q and tr.target not in number:
+                number[tr.target] = len(order)
+                order.append(tr.target)
     kept = tuple(
-        dataclasses.replace(t, source=number[t.source], target=number[t.target])
-        for t in transitions
+        dataclasses.replace(tr, source=number[tr.source], target=number[tr.target])
+        for tr in transitions
         if t.source in number
     )
     return SRA(
@@ -368,6 +368,9 @@ class Unrolling:
             return ()
         out: list[Edge] = []
         for name, t in _srt_transitions(srt, q, self.strict, self.streaming):
+            guards: tuple[Callable[[Event, Registers], bool], ...]
+            writes: tuple[int, ...]
+            clears: tuple[int, ...]
             if t is None:
                 target, mask, neg, guards, writes, clears = q, 0, 0, (), (), ()
                 marked = accepting = False

@@ -260,7 +260,7 @@ def from_srt(srt: SRT, *, streaming: bool = False, strict: bool = False) -> SRA:
     kept = tuple(
         dataclasses.replace(tr, source=number[tr.source], target=number[tr.target])
         for tr in transitions
-        if t.source in number
+        if tr.source in number
     )
     return SRA(
         len(order), 0, frozenset(number[q] for q in srt.finals if q in number), kept,

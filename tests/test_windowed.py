@@ -9,6 +9,8 @@ against the oracle on random queries.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -17,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
+import kleene.registers.window_runtime as window_runtime
 from condition_cases import PHI1, S1, sensor
 from kleene.automata.predicates import PredicateTable
 from kleene.language import ast
@@ -39,6 +42,17 @@ from kleene.registers.windowed import (
 )
 from strategies import condition_cases
 from test_engine_vs_oracle import check_against_oracle, compile_case
+
+
+@contextmanager
+def windowed_preferred() -> Iterator[None]:
+    """The engine chooses the windowed runtime wherever it applies (off by default)."""
+    saved = window_runtime.PREFER_WINDOWED
+    window_runtime.PREFER_WINDOWED = True
+    try:
+        yield
+    finally:
+        window_runtime.PREFER_WINDOWED = saved
 
 
 def srt_of(query: str) -> SRT:
@@ -251,11 +265,20 @@ def test_unrolled_runs_equal_the_oracle_on_the_rma_window_cases() -> None:
 
 
 def test_runtime_choice_and_explain() -> None:
-    windowed = kleene.compile(
-        "SELECT * WHERE SELL as s ; BUY+ as b FILTER b[price > prev(b).price] WITHIN 10 EVENTS"
-    )
+    rising = "SELECT * WHERE SELL as s ; BUY+ as b FILTER b[price > prev(b).price] WITHIN 10 EVENTS"
+    assert kleene.compile(rising).register_runtime == "runs"  # measured faster (docs)
+    with windowed_preferred():
+        windowed = kleene.compile(rising)
     assert windowed.register_runtime == "windowed"
     assert "unrolled" in windowed.explain()
+    timed = kleene.compile(rising.replace("10 EVENTS", "10 SECONDS"), time_column="t")
+    timed.register_runtime = "windowed"
+    try:
+        list(timed.run(pa.Table.from_pylist([{"type": "SELL", "price": 1, "t": 0}])))
+    except ValueError as err:
+        assert "WITHIN n EVENTS" in str(err)
+    else:
+        raise AssertionError("expected a ValueError")
     pair = kleene.compile(
         "SELECT * WHERE SELL as a ; BUY as b FILTER b[price < a.price] WITHIN 10 EVENTS"
     )
@@ -279,9 +302,10 @@ def windowed_cases(draw: st.DrawFn) -> tuple[ast.Query, list[dict[str, Any]], li
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(windowed_cases())
 def test_windowed_runtime_equals_oracle(case: tuple[ast.Query, list[dict[str, Any]], list[int]]) -> None:
-    compiled = compile_case(case[0])
-    assert compiled.register_runtime in ("windowed", "pairs")
-    check_against_oracle(case)
+    with windowed_preferred():
+        compiled = compile_case(case[0])
+        assert compiled.register_runtime in ("windowed", "pairs")
+        check_against_oracle(case)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
@@ -291,15 +315,14 @@ def test_windowed_runtime_cache_restarts_and_switch_to_runs(
 ) -> None:
     """The subset cache starting over every few transitions, and the hand-over to runs
     (WindowedEngine._to_runs) after a few events, change nothing."""
-    import kleene.registers.window_runtime as window_runtime
-
     saved = (window_runtime.CACHE_LIMIT, window_runtime.WARM_UP, window_runtime.PERIOD,
              window_runtime.MISS_LIMIT)
     window_runtime.CACHE_LIMIT = every
     window_runtime.WARM_UP, window_runtime.PERIOD = every, every
     window_runtime.MISS_LIMIT = miss_limit  # 0: switch at the first measurement; 2: never
     try:
-        check_against_oracle(case)
+        with windowed_preferred():
+            check_against_oracle(case)
     finally:
         (window_runtime.CACHE_LIMIT, window_runtime.WARM_UP, window_runtime.PERIOD,
          window_runtime.MISS_LIMIT) = saved
@@ -315,8 +338,6 @@ def _stock_rows(n: int, seed: int) -> list[dict[str, Any]]:
 
 def test_switch_to_runs_mid_stream_keeps_the_output() -> None:
     """Rising prices per name: windowed, switched to runs after 300 events, and runs agree."""
-    import kleene.registers.window_runtime as window_runtime
-
     query = (
         "SELECT * WHERE SELL as s ; (BUY OR SELL):+ as t FILTER s[price > 40] AND "
         "t[price > prev(t).price AND price > s.price] PARTITION BY [name] WITHIN 12 EVENTS"

@@ -612,6 +612,8 @@ class Session:
             settings = query.settings
             runtime: type[RegisterEngine] = RegisterEngine
             if query.register_runtime == "windowed":
+                if not isinstance(query.ast.within, ast.EventsWindow):
+                    raise ValueError("the windowed runtime needs a WITHIN n EVENTS window")
                 runtime = WindowedEngine
             self.engine = runtime(
                 query.srt,

@@ -127,7 +127,8 @@ class WindowedEngine(RegisterEngine):
         self.oldest: list[int] = []
         """Per subset: the depth of its deepest node (the run that started first)."""
         self._subset_id: dict[frozenset[int], int] = {}
-        self._plans: dict[tuple[int, int], _Plan] = {}
+        self._plans: dict[int, _Plan] = {}
+        """Per ``bits << 32 | subset``: the subset's plan for events with those unary bits."""
         self._cached = 0
         self.misses = 0
         """Subset transitions computed (the others came from the cache)."""
@@ -148,6 +149,7 @@ class WindowedEngine(RegisterEngine):
     def _intern(self, nodes: frozenset[int]) -> int:
         sid = self._subset_id.get(nodes)
         if sid is None:
+            self._cached += 1  # bounds the subset numbers too (below 2^32: plan keys)
             sid = len(self.subsets)
             self._subset_id[nodes] = sid
             self.subsets.append(nodes)
@@ -181,7 +183,7 @@ class WindowedEngine(RegisterEngine):
                 if e.accepting:
                     plan.accepts.append((d, e))
                 plan.writes = plan.writes or bool(e.writes)
-        self._plans[(sid, bits)] = plan
+        self._plans[bits << 32 | sid] = plan
         self._cached += 1
         return plan
 
@@ -239,7 +241,7 @@ class WindowedEngine(RegisterEngine):
         sid = part.subset
         if positions[k - self.oldest[sid]] < tau:
             sid = self._within(part, tau, k)
-        plan = self._plans.get((sid, bits))
+        plan = self._plans.get(bits << 32 | sid)
         if plan is None:
             plan = self._plan(sid, bits)
         event: tuple[Any, ...] | None = None
@@ -265,14 +267,14 @@ class WindowedEngine(RegisterEngine):
         for d, e in nxt.accepts:
             base = k - d - 1
             found.append((positions[k - d], tuple(positions[base + j] for j in e.marks)))
-        if nxt.subset:
-            part.subset = nxt.subset
+        part.subset = nxt.subset
+        if not nxt.subset:  # only the root: no run needs the history (the sweep drops the key)
+            events.clear()
+            positions.clear()
+        elif len(positions) > 2 * self.depth + 64:
             keep = self.depth + 1
-            if len(positions) > 2 * keep + 64:
-                del events[: len(events) - keep]
-                del positions[: len(positions) - keep]
-        else:
-            del self.parts[key]
+            del events[: len(events) - keep]
+            del positions[: len(positions) - keep]
         return found
 
     def _measure(self) -> None:
@@ -346,7 +348,12 @@ class WindowedEngine(RegisterEngine):
 
 
 WINDOWED_MAX = 64
-"""The largest ``WITHIN n EVENTS`` the windowed runtime is chosen for (see docs/semantics.md)."""
+"""The largest ``WITHIN n EVENTS`` the windowed runtime may be chosen for."""
+PREFER_WINDOWED = False
+"""Choose the windowed runtime where it applies.  Off: measured on benchmarks/registers.py it
+is 5-30% slower than the runs (docs/semantics.md, "Windowed unrolling and determinization");
+the tests turn it on to check it against the oracle, and ``Query.register_runtime`` can be
+set to ``"windowed"`` before running a query."""
 
 
 def choose_register_runtime(
@@ -359,6 +366,6 @@ def choose_register_runtime(
     )
     if plan is not None:
         return "pairs"
-    if isinstance(within, ast.EventsWindow) and within.count <= WINDOWED_MAX:
+    if PREFER_WINDOWED and isinstance(within, ast.EventsWindow) and within.count <= WINDOWED_MAX:
         return "windowed"
     return "runs"

@@ -36,6 +36,7 @@ by integer set insertion.  Memory: the nodes reached (at most the walks of
 
 from __future__ import annotations
 
+import types
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -322,6 +323,8 @@ class WindowedEngine(RegisterEngine):
         self.subsets, self.oldest, self._subset_id = [], [], {}
         self.on_runs = True
         self.switched_at = self.steps
+        # From now on the runs' own methods, without a test per event.
+        self._step = types.MethodType(RegisterEngine._step, self)  # type: ignore[method-assign]
 
     def _evict_expired(self, tau: Any) -> None:
         if self.on_runs:

@@ -15,23 +15,27 @@ and equal runs are one node.
 
 Per visited event of a partition:
 
-1. ``S' = {root}`` plus, for every node of ``S`` and every edge of the node
-   whose unary bits match the event's and whose n-ary guards hold on the
-   event and the history, the edge's child (the minterm of the subset's
-   conditions, evaluated lazily: a condition is only evaluated when its
-   unary bits match);
-2. an edge that accepts reports ``(start, marked positions)``, read from the
-   history at the node's depth;
+1. the subset's *plan* for the event's unary bits (cached per subset and bit
+   vector): the edges of its nodes whose unary bits match, split into those
+   without n-ary guards (they always fire) and the guarded ones;
+2. the guarded edges' guards are evaluated on the event and the history: their
+   truth values are the minterm, which indexes the cached next subset
+   (``{root}`` plus the children of the edges that fire) and its reports,
+   ``(start, marked positions)`` read from the history at the node's depth;
 3. nodes whose start left the window (partitions and skipped events make
-   walks shorter than the window's span) are dropped.
+   walks shorter than the window's span) are dropped first.
 
-The tree is built lazily, node by node, and cached for the whole stream.
-Cost per visited event: ``O(|S| · d · g)`` (``|S|`` live nodes, ``d`` edges
-per node, ``g`` the guard cost), the same bound as the runs-based runtime
-(:mod:`kleene.registers.runtime`) since ``|S|`` is its number of distinct
-runs, with a smaller constant: building and hashing run tuples is replaced
-by integer set insertion.  Memory: the nodes reached (at most the walks of
-``D`` events the data produces) plus ``D`` events per partition.
+Cost per visited event: the guarded edges' guards plus O(1) on a cache hit;
+a miss costs ``O(|S| · d)`` (``|S|`` live nodes, ``d`` edges per node).
+Memory: the tree nodes reached plus ``D`` events per partition.
+
+Measured (docs/semantics.md, "Windowed unrolling and determinization"), this
+is not faster than the runs of :mod:`kleene.registers.runtime`: subsets
+include the runs' ages, so they repeat rarely once several runs are live,
+and where they do repeat the guards remain and the bookkeeping costs about
+what the runs' set updates cost.  So the engine does not choose it
+(:data:`PREFER_WINDOWED`); it hands over to the runs by itself when the cache
+misses on more than :data:`MISS_LIMIT` of the events.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ Run by hand (not a test)::
 
     python benchmarks/registers.py [--events 1000000] [--sweep-events 200000]
                                    [--windows 10 100 1000] [--runs 1] [--only NAME ...]
+                                   [--runtime auto runs windowed]
 
 Over the synthetic stock events of ``generate.py`` (BUY/SELL, 5 names, prices
 uniform in [0, 200)), it reports events per second, complex events and the
@@ -23,6 +24,11 @@ prefilter), for:
   q1's MSFT, ORCL, CSCO, AMAT) with windows small enough for our stream, where
   every name trades 20 times more often than in the paper's data: ``seq3``,
   ``seq6``, ``k3`` (Kleene), ``q1`` and ``q5`` (Kleene over both types).
+
+``--runtime`` runs each query on several register runtimes side by side:
+``runs`` (kleene.registers.runtime), ``windowed`` (the unrolled, lazily
+determinized automaton of kleene.registers.window_runtime; count windows
+only) or ``auto`` (the engine's choice).
 
 Figures depend on the machine and its load; state them with that caveat.
 """

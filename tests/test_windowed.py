@@ -23,7 +23,9 @@ import kleene.registers.window_runtime as window_runtime
 from condition_cases import PHI1, S1, sensor
 from kleene.automata.predicates import PredicateTable
 from kleene.language import ast
+from kleene.language.conditions import without_self_references
 from kleene.language.parser import parse_query
+from kleene.reference.oracle import OracleBudgetExceeded, evaluate
 from kleene.registers.automaton import SRT, compile_srt
 from kleene.registers.windowed import (
     SRA,
@@ -299,7 +301,7 @@ def windowed_cases(draw: st.DrawFn) -> tuple[ast.Query, list[dict[str, Any]], li
     return replace(query, within=ast.EventsWindow(draw(st.integers(0, 8)))), events, times
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(windowed_cases())
 def test_windowed_runtime_equals_oracle(case: tuple[ast.Query, list[dict[str, Any]], list[int]]) -> None:
     with windowed_preferred():
@@ -362,3 +364,70 @@ def test_switch_to_runs_mid_stream_keeps_the_output() -> None:
         window_runtime.WARM_UP, window_runtime.PERIOD, window_runtime.MISS_LIMIT = saved
     assert engine.on_runs and engine.switched_at == 300
     assert switched == reference
+
+
+# ------------------------------------- the unrolled and determinized automata
+
+
+@st.composite
+def small_windowed_queries(
+    draw: st.DrawFn,
+) -> tuple[ast.Query, list[dict[str, Any]], list[int]]:
+    """All-matches queries (no partition, consumption, limit or selection) under 0-3 events."""
+    query, events, times = draw(condition_cases(max_size=8))
+    query = replace(
+        query, select=ast.Select("ALL", query.select.items), partition_by=(),
+        within=ast.EventsWindow(draw(st.integers(0, 3))), consume="NONE", limit=None,
+    )
+    return query, events, times
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(small_windowed_queries())
+def test_unrolled_sra_runs_equal_the_oracle(
+    case: tuple[ast.Query, list[dict[str, Any]], list[int]],
+) -> None:
+    """The runs of unroll(srt, n + 1), started at every event, give the oracle's matches."""
+    query, events, times = case
+    assert isinstance(query.within, ast.EventsWindow)
+
+    try:
+        expected = evaluate(query, events, times=times, budget=200_000)
+    except OracleBudgetExceeded:
+        return
+    items = query.select.items
+    projection = None if items is None else frozenset(i.var for i in items)
+    srt = compile_srt(without_self_references(query.where), projection)
+    sra = unroll(srt, query.within.count + 1)
+    assert sra.acyclic
+    syms = symbols(srt, tuple(events))
+    got = set()
+    for start in range(len(syms)):
+        for end in range(start, min(len(syms), start + sra.num_states)):
+            for run in run_sra(sra, syms[start : end + 1]):
+                if run.accepting:
+                    got.add((start, end, tuple(sorted(start + i for i in run.match))))
+    assert got == expected
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(small_windowed_queries())
+def test_determinized_sra_recognizes_what_the_unrolled_sra_does(
+    case: tuple[ast.Query, list[dict[str, Any]], list[int]],
+) -> None:
+    """T9's language check on compiled queries: determinize(unroll(...)) vs the unrolled runs."""
+    query, events, _ = case
+    assert isinstance(query.within, ast.EventsWindow)
+
+    srt = compile_srt(without_self_references(query.where), None)
+    sra = unroll(srt, min(query.within.count + 1, 3))
+    try:
+        dsra = determinize(sra, max_conditions=8)
+    except ValueError:
+        return  # too many conditions leave one subset for an eager construction
+    assert dsra.is_deterministic()
+    syms = symbols(srt, tuple(events))
+    for start in range(len(syms)):
+        for end in range(start + 1, min(len(syms), start + 3) + 1):
+            word = syms[start:end]
+            assert run_dsra(dsra, word).accepting == recognizes(run_sra(sra, word))

@@ -312,6 +312,7 @@ def _positions(
     positioned = with_bucket.repartitionByRange(k, F.col(PART)).withColumn(
         POS, F.element_at(offset_of, (F.col(PART) + 1).cast("int")) + rank.cast("long") - 1
     )
+    positioned = positioned.drop(RID)  # (only ordered the window; no need to shuffle it)
     if plan.mode != "ranges":
         return positioned.drop(PART), None
     # Range start keys; an empty range takes the next range's start (so the
@@ -403,7 +404,7 @@ def _input_order_positions(
         offsets[p] = total
         total += counts[p]
     offset_of = F.array(*[F.lit(o).cast("long") for o in offsets])
-    positioned = with_id.withColumn(POS, F.element_at(offset_of, (part + 1).cast("int")) + index)
+    positioned = with_id.withColumn(POS, F.element_at(offset_of, (part + 1).cast("int")) + index).drop(RID)
     starts = [(offsets[r["p"]] + r["i"], float(r["first"])) for r in ordered]
     return _InOrder(positioned, starts, total)
 
@@ -565,10 +566,15 @@ def _with_overlap(
     w = F.col(POS).cast("double") if wkey is None else wkey
     amount = _window_amount(query, time_type, time_unit)
     slack = 1.0 + abs(amount) * 1e-9
-    start_keys = F.array(*[F.lit(s if math.isfinite(s) else float("inf")) for _, s in starts])
     limit = w + F.lit(amount + slack)
-    last = F.size(F.filter(start_keys, lambda x: x <= limit)) - 1
-    copies = F.sequence(F.col(RANGE), F.greatest(F.col(RANGE), last.cast("long")))
+    # The number of range starts at or below the limit, minus one.  A sum of
+    # comparisons (compiled by Spark's code generation) rather than a filter
+    # with a lambda over an array, which Spark interprets row by row.
+    last: Column = F.lit(-1).cast("long")
+    for _, start in starts:
+        if math.isfinite(start):
+            last = last + F.when(F.lit(start) <= limit, 1).otherwise(0)
+    copies = F.sequence(F.col(RANGE), F.greatest(F.col(RANGE), last))
     exploded = positioned.withColumn(RANGE, F.explode(copies))
     n = len(starts)
     target = _hash_to(exploded.sparkSession, n)

@@ -222,6 +222,17 @@ def test_time_ordered_input_parallel_ranges(
     assert got == expected
 
 
+def test_time_ordered_timestamps_parallel_ranges(events: pa.Table, ordered_parquet: Any) -> None:
+    """The same with a timestamp time column: range starts and overlap in microseconds."""
+    from pyspark.sql import functions as F
+
+    query = RANGED[1]  # WITHIN 6 seconds
+    df = ordered_parquet.withColumn("ts", F.timestamp_seconds("ts"))
+    rows = detect(df, query, time_column="ts", ranges=4).collect()
+    got = sorted((r["end"], r["start"], tuple(r["positions"])) for r in rows)
+    assert got == [k[:3] for k in reference(query, events, time_column="ts")]
+
+
 def test_output_schema_and_times(spark: Any) -> None:
     table = make_events(200, seed=4).sort_by("id")
     df = spark.createDataFrame(table.to_pandas())

@@ -22,7 +22,7 @@ import pytest
 import kleene  # noqa: E402
 from kleene.cli import main  # noqa: E402
 from kleene.spark import detect, output_schema, plan_for  # noqa: E402
-from kleene.spark.batch import _input_order_positions  # noqa: E402
+from kleene.spark.batch import _input_order_positions, _position_ranges  # noqa: E402
 
 NAMES = ["MSFT", "INTC", "AAPL", "GOOG", "AMZN"]
 
@@ -193,6 +193,44 @@ def test_time_ordered_input_needs_no_sort(
         for r in rows
     )
     assert got == reference(query, events, time_column="ts")
+
+
+@pytest.mark.parametrize("query", [RANGED[0], RANGED[1], RANGED[4]])
+def test_time_ordered_input_parallel_ranges(
+    events: pa.Table, ordered_parquet: Any, query: str
+) -> None:
+    """Parallel ranges over time-ordered input: ranges cut at run starts, no sort, same output."""
+    from pyspark.sql import functions as F
+
+    compiled = kleene.compile(query, time_column="ts")
+    in_order = _input_order_positions(ordered_parquet, "ts", ordered_parquet.schema["ts"].dataType)
+    assert in_order is not None
+    starts = _position_ranges(in_order, 4, compiled)
+    assert len(starts) == 4 and starts[0][0] == 0
+    if "seconds" in query:  # a duration window starts each range at its first row's time
+        times = events.sort_by([("ts", "ascending"), ("id", "ascending")])["ts"].to_pylist()
+        assert [t for _, t in starts] == [float(times[p]) for p, _ in starts]
+    result = detect(ordered_parquet, query, time_column="ts", ranges=4)
+    assert result.select(F.spark_partition_id().alias("p")).distinct().count() >= 3
+    rows = result.collect()
+    got = sorted(
+        _key(r["start"], r["end"], tuple(r["positions"]), [e.asDict() for e in r["events"]], None)
+        for r in rows
+    )
+    expected = reference(query, events, time_column="ts")
+    assert len(expected) > 20
+    assert got == expected
+
+
+def test_time_ordered_timestamps_parallel_ranges(events: pa.Table, ordered_parquet: Any) -> None:
+    """The same with a timestamp time column: range starts and overlap in microseconds."""
+    from pyspark.sql import functions as F
+
+    query = RANGED[1]  # WITHIN 6 seconds
+    df = ordered_parquet.withColumn("ts", F.timestamp_seconds("ts"))
+    rows = detect(df, query, time_column="ts", ranges=4).collect()
+    got = sorted((r["end"], r["start"], tuple(r["positions"])) for r in rows)
+    assert got == [k[:3] for k in reference(query, events, time_column="ts")]
 
 
 def test_output_schema_and_times(spark: Any) -> None:

@@ -48,6 +48,7 @@ column.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -218,10 +219,16 @@ def detect(
     plan = plan_for(compiled, time_type, k)
 
     in_order = None
-    if not order_cols and plan.mode != "ranges":
+    if not order_cols and not (plan.mode == "ranges" and isinstance(compiled.ast.within, ast.AttrWindow)):
+        # (An attribute window is measured in a column that need not follow
+        # the time order: its ranges come from the general path's statistics.)
         in_order = _input_order_positions(df, time_column, time_type)
+    range_info: list[tuple[int, float]] | None = None
     if in_order is not None:
-        positioned, range_info = in_order, None
+        positioned = in_order.positioned
+        if plan.mode == "ranges":
+            range_info = _position_ranges(in_order, k, compiled)
+            positioned = positioned.withColumn(RANGE, _bucket_expr([POS], [(s,) for s, _ in range_info[1:]]))
     else:
         positioned, range_info = _positions(df, time_column, order_cols, k, compiled, time_type, plan)
     out_schema = output_schema(df.schema, partition_by=compiled.partition_by, time_column=time_column)
@@ -305,6 +312,7 @@ def _positions(
     positioned = with_bucket.repartitionByRange(k, F.col(PART)).withColumn(
         POS, F.element_at(offset_of, (F.col(PART) + 1).cast("int")) + rank.cast("long") - 1
     )
+    positioned = positioned.drop(RID)  # (only ordered the window; no need to shuffle it)
     if plan.mode != "ranges":
         return positioned.drop(PART), None
     # Range start keys; an empty range takes the next range's start (so the
@@ -323,9 +331,25 @@ RID_BITS = 33
 """``monotonically_increasing_id()`` is the partition index times 2**33 plus the row's index in it."""
 
 
+@dataclass(frozen=True)
+class _InOrder:
+    """Input already in time order: positions from the row ids, and where runs start.
+
+    ``run_starts`` holds (position, time) at the start of every run the
+    order check saw (a run per Arrow batch at least, so every few thousand
+    rows), in position order; ``time`` is in the units of
+    :func:`_window_key` (0 without a time column).  They are the possible
+    starts of parallel ranges whose start time is known without another job.
+    """
+
+    positioned: DataFrame
+    run_starts: list[tuple[int, float]]
+    total: int
+
+
 def _input_order_positions(
     df: DataFrame, time_column: str | None, time_type: T.DataType | None
-) -> DataFrame | None:
+) -> _InOrder | None:
     """Positions without sorting, when the input is already in time order (else None).
 
     Event logs usually arrive in time order.  The row id then *is* the order
@@ -348,7 +372,8 @@ def _input_order_positions(
         if isinstance(time_type, (T.TimestampType, T.TimestampNTZType)):
             time = F.unix_micros(F.col(time_column).cast("timestamp"))
         elif isinstance(time_type, T.DateType):
-            time = F.unix_date(F.col(time_column))
+            # microseconds, as the window key of a duration window
+            time = F.unix_date(F.col(time_column)).cast("long") * F.lit(86_400_000_000)
         elif isinstance(time_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
             time = F.col(time_column).cast("long")
         elif isinstance(time_type, (T.FloatType, T.DoubleType)):
@@ -365,7 +390,8 @@ def _input_order_positions(
     )
     counts: dict[int, int] = {}
     previous: Any = None
-    for r in sorted(runs, key=lambda r: (r["p"], r["i"])):
+    ordered = sorted(runs, key=lambda r: (r["p"], r["i"]))
+    for r in ordered:
         if not r["ordered"] or r["i"] != counts.get(r["p"], 0):
             return None  # times decrease, or the runs do not tile the partition
         if previous is not None and r["first"] < previous:
@@ -378,7 +404,29 @@ def _input_order_positions(
         offsets[p] = total
         total += counts[p]
     offset_of = F.array(*[F.lit(o).cast("long") for o in offsets])
-    return with_id.withColumn(POS, F.element_at(offset_of, (part + 1).cast("int")) + index)
+    positioned = with_id.withColumn(POS, F.element_at(offset_of, (part + 1).cast("int")) + index).drop(RID)
+    starts = [(offsets[r["p"]] + r["i"], float(r["first"])) for r in ordered]
+    return _InOrder(positioned, starts, total)
+
+
+def _position_ranges(in_order: _InOrder, k: int, query: Query) -> list[tuple[int, float]]:
+    """Up to ``k`` ranges of about equal size, cut where a run starts: (first position, start key).
+
+    The start key is what :func:`_with_overlap` compares windows with: the
+    position for an EVENTS window, the time of the range's first row for a
+    duration window (known exactly, since a run's first time is).
+    """
+    by_time = isinstance(query.ast.within, ast.DurationWindow)
+    runs = in_order.run_starts
+    if not runs:
+        return [(0, 0.0)]
+    firsts = [p for p, _ in runs]
+    chosen = [0]
+    for j in range(1, k):
+        c = bisect.bisect_left(firsts, j * in_order.total // k)
+        if c < len(runs) and c > chosen[-1]:
+            chosen.append(c)
+    return [(runs[c][0], runs[c][1] if by_time else float(runs[c][0])) for c in chosen]
 
 
 def _ordered_runs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -518,12 +566,44 @@ def _with_overlap(
     w = F.col(POS).cast("double") if wkey is None else wkey
     amount = _window_amount(query, time_type, time_unit)
     slack = 1.0 + abs(amount) * 1e-9
-    start_keys = F.array(*[F.lit(s if math.isfinite(s) else float("inf")) for _, s in starts])
     limit = w + F.lit(amount + slack)
-    last = F.size(F.filter(start_keys, lambda x: x <= limit)) - 1
-    copies = F.sequence(F.col(RANGE), F.greatest(F.col(RANGE), last.cast("long")))
+    # The number of range starts at or below the limit, minus one.  A sum of
+    # comparisons (compiled by Spark's code generation) rather than a filter
+    # with a lambda over an array, which Spark interprets row by row.
+    last: Column = F.lit(-1).cast("long")
+    for _, start in starts:
+        if math.isfinite(start):
+            last = last + F.when(F.lit(start) <= limit, 1).otherwise(0)
+    copies = F.sequence(F.col(RANGE), F.greatest(F.col(RANGE), last))
     exploded = positioned.withColumn(RANGE, F.explode(copies))
-    return exploded.repartitionByRange(len(starts), RANGE).sortWithinPartitions(RANGE, POS)
+    n = len(starts)
+    target = _hash_to(exploded.sparkSession, n)
+    spread = exploded.repartition(n, F.element_at(target, (F.col(RANGE) + 1).cast("int")))
+    return spread.sortWithinPartitions(RANGE, POS)
+
+
+def _hash_to(spark: Any, n: int) -> Column:
+    """An array whose element ``r`` is a long that ``repartition(n, ...)`` sends to partition ``r``.
+
+    Hash partitioning puts a value in ``pmod(hash(value), n)``; ``F.hash`` is
+    that same Murmur3 hash, so a tiny job (no input read) finds one value per
+    partition.  One range per task then, without ``repartitionByRange``,
+    which would sample the exploded rows in a job of its own.  Only balance
+    depends on this: the evaluator handles several ranges in one task too.
+    """
+    found: dict[int, int] = {}
+    size = 32 * n
+    while len(found) < n and size <= 1 << 24:
+        rows = (
+            spark.range(size)
+            .select(F.pmod(F.hash("id"), F.lit(n)).alias("p"), F.col("id"))
+            .groupBy("p")
+            .agg(F.min("id").alias("v"))
+            .collect()
+        )
+        found = {int(r["p"]): int(r["v"]) for r in rows}
+        size *= 8
+    return F.array(*[F.lit(found.get(r, r)).cast("long") for r in range(n)])
 
 
 # ------------------------------------------------------------ the executors

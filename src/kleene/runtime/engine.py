@@ -33,6 +33,7 @@ import numpy as np
 from kleene.automata.determinize import LazyDFA
 from kleene.runtime.enumeration import Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
+from kleene.runtime.maximal import MaxEvaluator, supported
 from kleene.runtime.nxt import NxtEvaluator, NxtRules
 from kleene.runtime.strategies import last_match, maximal_matches
 from kleene.runtime.tecs import Node
@@ -74,11 +75,15 @@ class Engine:
         """How many events went through Algorithm 1 (the others were skipped)."""
         if settings.strategy == "NEXT":
             rules = NxtRules(dfa)
-            self._new: Callable[[], Evaluator | NxtEvaluator] = lambda: NxtEvaluator(dfa, rules)
+            self._new: Callable[[], Evaluator | NxtEvaluator | MaxEvaluator] = (
+                lambda: NxtEvaluator(dfa, rules)
+            )
+        elif settings.strategy == "MAX" and supported(dfa):
+            self._new = lambda: MaxEvaluator(dfa)
         else:
             self._new = lambda: Evaluator(dfa)
         self.single = self._new()
-        self.partitions: dict[Hashable, Evaluator | NxtEvaluator] = {}
+        self.partitions: dict[Hashable, Evaluator | NxtEvaluator | MaxEvaluator] = {}
         # How many partitions each automaton state is active in, and the set
         # of those states (None when it must be recomputed): an event is only
         # looked at when it is not inert for some active state.
@@ -112,7 +117,9 @@ class Engine:
         limit = settings.limit if settings.limit is not None else UNLIMITED
         consume = settings.consume
         nxt = settings.strategy == "NEXT"
-        selecting = settings.strategy in ("LAST", "MAX")
+        selecting = settings.strategy == "LAST" or (
+            settings.strategy == "MAX" and not isinstance(self.single, MaxEvaluator)
+        )
         uniq, inverse = np.unique(bits, return_inverse=True)
         inverse = inverse.reshape(-1)
         values: list[int] = uniq.tolist()
@@ -242,7 +249,7 @@ class Engine:
             self._global = frozenset(self._counts)
         return self._global
 
-    def _update(self, ev: Evaluator | NxtEvaluator) -> None:
+    def _update(self, ev: Evaluator | NxtEvaluator | MaxEvaluator) -> None:
         """Refresh ``ev.active_key`` and, when partitioned, the per-state counts."""
         new = frozenset(ev.table)
         old = ev.active_key
@@ -262,7 +269,7 @@ class Engine:
                     self._global = None
                 counts[s] += 1
 
-    def _retire(self, ev: Evaluator | NxtEvaluator) -> None:
+    def _retire(self, ev: Evaluator | NxtEvaluator | MaxEvaluator) -> None:
         ev.clear()
         self._update(ev)
 

@@ -14,7 +14,7 @@ from strategies import cases
 from test_engine_vs_oracle import SUPPORTED_CEL, Case, check_against_oracle
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases(full_cel=SUPPORTED_CEL))
 def test_max_equals_oracle(case: Case) -> None:
     query, events, times = case

@@ -35,6 +35,7 @@ from kleene.runtime.enumeration import Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
 from kleene.runtime.maximal import MaxEvaluator, supported
 from kleene.runtime.nxt import NxtEvaluator, NxtRules
+from kleene.runtime.projection import Projector
 from kleene.runtime.strategies import last_match, maximal_matches
 from kleene.runtime.tecs import Node
 
@@ -66,9 +67,19 @@ class Settings:
 class Engine:
     """The evaluation state of one query over one stream (all partitions)."""
 
-    def __init__(self, dfa: LazyDFA, settings: Settings, *, skip_inert: bool = True) -> None:
+    def __init__(
+        self,
+        dfa: LazyDFA,
+        settings: Settings,
+        *,
+        skip_inert: bool = True,
+        projector: Projector | None = None,
+    ) -> None:
         self.dfa = dfa
         self.settings = settings
+        self.projector = projector
+        """Projects the matches a strategy chose (NEXT/LAST/MAX with a projection; ``dfa`` is then
+        the automaton of ``SELECT *``)."""
         self.skip_inert = skip_inert
         """False turns skipping off (every event is stepped): for tests and measurements."""
         self.steps = 0
@@ -158,6 +169,11 @@ class Engine:
             return found
 
         time_of = positions if times is None else times
+        projector = self.projector
+        if projector is not None:
+            projector.log(positions, bits, key_columns, time_of[-1])
+            if window is not None:
+                projector.release(time_of[0] - window)
         partitions = self.partitions
         partitioned = key_columns is not None
         ev = self.single
@@ -194,6 +210,7 @@ class Engine:
             self.steps += 1
             outputs = ev.step(pos, time, values[codes[i]], tau)  # type: ignore[arg-type]
             if outputs:
+                mark = len(out)
                 if nxt:
                     out.extend((start, pos, found_positions, key) for start, found_positions in outputs)
                     found = len(outputs)
@@ -201,10 +218,15 @@ class Engine:
                     found = self._select(outputs, tau, out, limit, pos, key)
                 else:
                     found = 0
+                    # Several matches may project to one complex event: project them all.
+                    room = limit if projector is None else UNLIMITED
                     for node in outputs:
-                        found += enumerate_node(node, tau, out, limit - found, pos, key)
-                        if found >= limit:
+                        found += enumerate_node(node, tau, out, room - found, pos, key)
+                        if found >= room:
                             break
+                if projector is not None and found:
+                    out[mark:] = projector.apply(out[mark:], limit)
+                    found = len(out) - mark
                 if found and consume != "NONE":
                     if consume == "ANY":
                         self.single.clear()
@@ -234,7 +256,9 @@ class Engine:
     ) -> int:
         """The complex events ending at ``end`` that the strategy keeps; how many."""
         if self.settings.strategy == "MAX":
-            chosen = maximal_matches(outputs, tau)[:limit]
+            chosen = maximal_matches(outputs, tau)
+            if self.projector is None:
+                chosen = chosen[:limit]
         else:
             best = last_match(outputs, tau)
             chosen = [] if best is None else [best]

@@ -682,10 +682,8 @@ class Session:
         assert self.reorder is not None
         out: list[Any] = []
         for part, input_rows in self.reorder.push(batch, final=final, set_aside=self._set_aside):
-            positions = np.arange(self.next_row, self.next_row + part.num_rows, dtype=np.int64)
-            out.extend(
-                self._evaluate(part, with_events=with_events, positions=positions, report=input_rows)
-            )
+            # positions=None numbers the released rows on from next_row.
+            out.extend(self._evaluate(part, with_events=with_events, positions=None, report=input_rows))
         return out
 
     def _evaluate(

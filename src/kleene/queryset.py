@@ -270,10 +270,8 @@ class QuerySetSession:
         out: list[Any] = []
         parts = self.reorder.push(batch, final=final, set_aside=self.sessions[0]._set_aside)
         for part, input_rows in parts:
-            positions = np.arange(self.next_row, self.next_row + part.num_rows, dtype=np.int64)
-            out.extend(
-                self._evaluate(part, with_events=with_events, positions=positions, report=input_rows)
-            )
+            # positions=None numbers the released rows on from next_row.
+            out.extend(self._evaluate(part, with_events=with_events, positions=None, report=input_rows))
         return out
 
     def _evaluate(

@@ -636,3 +636,44 @@ def test_every_node_has_a_span() -> None:
         span = getattr(node, "span", None)
         if span is not None and not isinstance(node, Span):
             assert span != ast.NO_SPAN, node
+
+
+def test_the_built_parser_is_cached_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The LALR tables are built once, saved, and loaded by later processes; a bad file is rebuilt."""
+    from kleene.language import parser as parser_module
+
+    monkeypatch.setenv("KLEENE_CACHE_DIR", str(tmp_path))
+    text = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] WITHIN 10 EVENTS"
+    built = parser_module._lark.__wrapped__()
+    [saved] = list(tmp_path.iterdir())
+    loaded = parser_module._lark.__wrapped__()
+    assert loaded.parse(text) == built.parse(text)
+    saved.write_bytes(b"not a parser")
+    rebuilt = parser_module._lark.__wrapped__()
+    assert rebuilt.parse(text) == built.parse(text)
+    assert saved.read_bytes() != b"not a parser"
+
+
+def test_a_cached_parser_others_could_write_is_not_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saved parser is a pickle: one that another user could have planted is rebuilt, not loaded."""
+    from kleene.language import parser as parser_module
+
+    monkeypatch.setenv("KLEENE_CACHE_DIR", str(tmp_path))
+    parser_module._lark.__wrapped__()
+    [saved] = list(tmp_path.iterdir())
+    loads: list[object] = []
+    real_load = parser_module.Lark.load
+
+    def counting_load(f: object) -> object:
+        loads.append(f)
+        return real_load(f)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(parser_module.Lark, "load", counting_load)
+    parser_module._lark.__wrapped__()
+    assert len(loads) == 1  # private file: loaded
+    saved.chmod(0o666)
+    parser_module._lark.__wrapped__()
+    assert len(loads) == 1  # writable by others: rebuilt instead
+    assert not saved.stat().st_mode & 0o022  # and replaced by a private file

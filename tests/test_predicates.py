@@ -257,6 +257,30 @@ def test_string_comparisons(encode: str) -> None:
     assert truth(ast.Like(A("s"), "[A-Z]+"), cols) == [True, True, False, False, True]
 
 
+@pytest.mark.parametrize("encode", ["string", "large_string", "dictionary"])
+def test_a_string_column_read_by_several_predicates(encode: str) -> None:
+    """Several predicates on one column compare its distinct values (one encoding per batch)."""
+    values = pa.array(["MSFT", "AAPL", None, "msft", "ZZ", "MSFT", None])
+    if encode == "large_string":
+        values = values.cast(pa.large_string())
+    elif encode == "dictionary":
+        values = values.dictionary_encode()
+    preds = [
+        cmp("==", A("s"), C("MSFT")),
+        cmp("!=", A("s"), C("MSFT")),
+        cmp("<", A("s"), C("B")),
+        cmp(">=", C("M"), A("s")),
+        cmp("==", A("s"), C("nowhere")),
+    ]
+    batch = pa.record_batch({"s": values})
+    bits = PredicateTable([], preds).evaluate(batch).tolist()
+    for k, pred in enumerate(preds):
+        alone = truth(pred, batch)  # the single-use path
+        together = [bool(b >> k & 1) for b in bits]
+        expected = [bool(holds(pred, {"s": v})) for v in values.to_pylist()]
+        assert together == alone == expected, pred
+
+
 def test_string_order_is_code_point_order() -> None:
     words = ["a", "B", "é", "z", "", "ab", "\U0001f600", "\uffff"]
     cols = {"s": words}

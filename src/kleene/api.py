@@ -185,6 +185,9 @@ class Query:
     skip_inert = True
     """Skip events that cannot change any run (see kleene.runtime.engine); tests turn it off."""
 
+    lookahead = True
+    """Skip events no complex event can contain (see kleene.runtime.lookahead); tests turn it off."""
+
     def __init__(
         self,
         query: ast.Query,
@@ -629,6 +632,7 @@ class Session:
                 LazyDFA(query.cea),
                 query.settings,
                 skip_inert=query.skip_inert,
+                lookahead=query.lookahead,
                 projector=projector,
             )
         spec = query._policy_spec
@@ -793,17 +797,15 @@ class Session:
             bits = q.predicates.evaluate(batch)
         found: list[Found] = []
 
-        pos_list: list[int] = positions.tolist()
-        time_list = times.tolist() if times is not None else None
         if with_events:
-            max_time = time_list[-1] if time_list is not None else pos_list[-1]
+            max_time = (times if times is not None else positions)[-1].item()
             self.store.add(batch, positions, max_time)
         with _no_cyclic_gc():
             engine = self.engine
             if isinstance(engine, RegisterEngine):
                 engine.run_batch(batch, bits, positions, times, keys, found)
             else:
-                engine.run_batch(bits, pos_list, time_list, keys, found)
+                engine.run_batch(bits, positions, times, keys, found)
             if not with_events:
                 new = tuple.__new__
                 if self.name is not None:
@@ -852,9 +854,28 @@ class Session:
         else:
             return None
         last = self.last_time
+        rows = np.flatnonzero(keep)
+        if len(rows) and (
+            times.dtype.kind in "iu"
+            or (times.dtype.kind == "f" and not np.isnan(times[rows]).any())
+        ):
+            # A row goes back when its time is below the largest earlier time
+            # of a kept row; a set-aside row never raised that maximum, so the
+            # running maximum over all rows still to check gives the same answer.
+            t = times[rows]
+            seen = np.maximum.accumulate(t)
+            before = np.empty_like(seen)
+            before[1:] = seen[:-1]
+            before[0] = t[0] if last is None else last
+            if last is not None:
+                before = np.maximum(before, last)
+            for row in rows[t < before].tolist():
+                self._set_aside(batch, row, int(positions[row]), column, "timestamp goes backwards")
+                keep[row] = False
+            self.last_time = seen[-1] if last is None else max(last, seen[-1])
+            return times
         for row in range(len(times)):
-            # Vectorizing this needs care with set-aside rows; the loop is only
-            # over a numpy array and costs little next to evaluation.
+            # Object or NaN times: row by row, as the comparisons of Python values go.
             if not keep[row]:
                 continue
             t = times[row]

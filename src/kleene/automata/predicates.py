@@ -225,6 +225,8 @@ class _Vec:
     scalar: bool = False
     parts: tuple[pa.Array, np.ndarray, np.ndarray | None] | None = None
     """Cached :func:`_dict_parts` of a string column, shared by LIKE/IN/==."""
+    shared: bool = False
+    """A column several predicates read: comparisons go through its distinct values."""
 
     def dict_parts(self) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
         if self.parts is None:
@@ -599,7 +601,7 @@ def _str_compare(op: str, a: _Vec, b: _Vec, n: int) -> np.ndarray:
         if a.scalar:
             a, b, op = b, a, _FLIP[op]
         arr = a.data
-        if pa.types.is_dictionary(arr.type):  # compare the distinct values only
+        if a.shared or pa.types.is_dictionary(arr.type):  # compare the distinct values only
             dictionary, idx, _ = a.dict_parts()
             per_value = _bool_numpy(_PC_CMP[op](dictionary, b.data))
             return per_value[idx] if len(per_value) else np.zeros(n, bool)
@@ -667,6 +669,8 @@ class _ConstE(_Node):
 class _AttrE(_Node):
     def __init__(self, name: str) -> None:
         self.name = name
+        self.uses = 0
+        """How many expressions of the table read the column (set by the compiler)."""
 
     def compute(self, ctx: _Ctx) -> _Vec:
         if ctx.columns is None:
@@ -676,7 +680,12 @@ class _AttrE(_Node):
         i = ctx.columns.get(self.name)
         if i is None:
             return _null(ctx.n)
-        return _read_column(ctx.batch.column(i))
+        v = _read_column(ctx.batch.column(i))
+        if self.uses > 1 and v.kind == "str":
+            # Encoding once (one hash pass) and comparing the few distinct
+            # values beats one full string comparison per predicate.
+            v.shared = True
+        return v
 
 
 class _ArithE(_Node):
@@ -871,7 +880,10 @@ class _Compiler:
         if isinstance(e, ast.Const):
             return _ConstE(_scalar(e.value))
         if isinstance(e, ast.Attr):
-            return self._intern(e, lambda: _AttrE(e.name))
+            node = self._intern(e, lambda: _AttrE(e.name))
+            assert isinstance(node, _AttrE)
+            node.uses += 1
+            return node
         if isinstance(e, ast.Neg):
             inner = self.expr(e.operand)
             if isinstance(inner, _ConstE):

@@ -17,6 +17,12 @@ the batch (cached for the batch), and the loop jumps from one to the next.
 Under PARTITION BY the set is that of the states active in *some* partition;
 each visited event is then checked against its own partition's states.
 
+**Lookahead.**  Under a window, an event that no *final-capable* event
+(one that can take a run into a final state) follows within the window can
+be in no complex event: it is skipped too, whatever the active states
+(:mod:`kleene.runtime.lookahead`).  The loop then runs over the remaining
+candidates only, and converts only their positions and times to Python.
+
 **Windows.**  ``tau = time - window`` is the earliest start a complex event
 ending now may have; enumeration prunes with it and runs older than it are
 dropped.  ``WITHIN n EVENTS`` uses positions as times.
@@ -33,6 +39,7 @@ import numpy as np
 from kleene.automata.determinize import LazyDFA
 from kleene.runtime.enumeration import Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
+from kleene.runtime.lookahead import Lookahead
 from kleene.runtime.maximal import MaxEvaluator, supported
 from kleene.runtime.nxt import NxtEvaluator, NxtRules
 from kleene.runtime.projection import Projector
@@ -73,6 +80,7 @@ class Engine:
         settings: Settings,
         *,
         skip_inert: bool = True,
+        lookahead: bool = True,
         projector: Projector | None = None,
     ) -> None:
         self.dfa = dfa
@@ -82,6 +90,8 @@ class Engine:
         the automaton of ``SELECT *``)."""
         self.skip_inert = skip_inert
         """False turns skipping off (every event is stepped): for tests and measurements."""
+        self.lookahead = Lookahead.of(dfa.cea) if lookahead else None
+        """Skips the events no final-capable event follows within the window (runtime/lookahead.py)."""
         self.steps = 0
         """How many events went through Algorithm 1 (the others were skipped)."""
         if settings.strategy == "NEXT":
@@ -107,8 +117,8 @@ class Engine:
     def run_batch(
         self,
         bits: np.ndarray,
-        positions: Sequence[int],
-        times: Sequence[int] | Sequence[float] | None,
+        positions: Sequence[int] | np.ndarray,
+        times: Sequence[int] | Sequence[float] | np.ndarray | None,
         key_columns: Sequence[Sequence[Hashable]] | None,
         out: list[Found],
     ) -> None:
@@ -118,6 +128,8 @@ class Engine:
         serve as times).  ``key_columns`` holds the values of the PARTITION
         BY attributes, one sequence per attribute (None if not partitioned);
         an event with a null key attribute belongs to no partition.
+        ``positions`` and ``times`` may be numpy arrays or lists; only the
+        entries of the events that are visited are converted to Python values.
         """
         n = len(positions)
         if n == 0:
@@ -131,7 +143,45 @@ class Engine:
         selecting = settings.strategy == "LAST" or (
             settings.strategy == "MAX" and not isinstance(self.single, MaxEvaluator)
         )
-        uniq, inverse = np.unique(bits, return_inverse=True)
+        bits = np.asarray(bits, dtype=np.uint64)
+        time_arr = np.asarray(positions if times is None else times)
+        if window is not None:
+            # Nothing before this is reachable from the next batch on (the
+            # events' store is released up to here even if no event is visited).
+            self.tau = max(self.tau, time_arr[-1].item() - window)
+        projector = self.projector
+        if projector is not None:
+            # Every event, skipped or not: a chosen match is replayed over its span.
+            projector.log(np.asarray(positions), bits, key_columns, time_arr[-1].item())
+            if window is not None:
+                projector.release(time_arr[0].item() - window)
+        # The candidate events: those that can reach a final state within
+        # the window (all of them unless the lookahead applies).  The loop
+        # below runs over candidate numbers j; ``cand`` maps them to rows.
+        cand: np.ndarray | None = None
+        if self.skip_inert and self.lookahead is not None and window is not None:
+            live = self.lookahead.live(bits, time_arr, window)
+            if live is not None:
+                cand = np.flatnonzero(live)
+                if len(cand) == 0:
+                    return
+        if cand is None:
+            m = n
+            cbits = bits
+            idx: list[int] | None = None
+            pos_list = positions.tolist() if isinstance(positions, np.ndarray) else positions
+            time_of = (
+                pos_list
+                if times is None
+                else (times.tolist() if isinstance(times, np.ndarray) else times)
+            )
+        else:
+            m = len(cand)
+            cbits = bits[cand]
+            idx = cand.tolist()
+            pos_list = np.asarray(positions)[cand].tolist()
+            time_of = pos_list if times is None else time_arr[cand].tolist()
+        uniq, inverse = np.unique(cbits, return_inverse=True)
         inverse = inverse.reshape(-1)
         values: list[int] = uniq.tolist()
         codes: list[int] = inverse.tolist()
@@ -149,7 +199,7 @@ class Engine:
             return table
 
         def visits(active: frozenset[int]) -> list[int] | None:
-            """Indices of the events not inert for ``active`` (None: most of them).
+            """Candidate numbers of the events not inert for ``active`` (None: most of them).
 
             One vectorized pass over the batch per distinct set of active
             states; when most events matter, checking each one is cheaper than
@@ -163,17 +213,11 @@ class Engine:
             found: list[int] | None = None
             if len(visit_lists) < MAX_VISIT_LISTS:
                 index = np.flatnonzero(relevant[inverse])
-                if len(index) * 2 < n:
+                if len(index) * 2 < m:
                     found = index.tolist()
             visit_lists[active] = found
             return found
 
-        time_of = positions if times is None else times
-        projector = self.projector
-        if projector is not None:
-            projector.log(positions, bits, key_columns, time_of[-1])
-            if window is not None:
-                projector.release(time_of[0] - window)
         partitions = self.partitions
         partitioned = key_columns is not None
         ev = self.single
@@ -181,34 +225,36 @@ class Engine:
         todo = visits(active)
         skip = skip_table(active)
         k = 0
-        i = 0
+        j = 0
         key: Hashable = None
-        while i < n:
+        while j < m:
             if todo is not None:
                 if k >= len(todo):
                     break
-                i = todo[k]
+                j = todo[k]
                 k += 1
-            elif skip[codes[i]]:
-                i += 1
+            elif skip[codes[j]]:
+                j += 1
                 continue
             if partitioned:
+                i = j if idx is None else idx[j]
                 key = tuple(col[i] for col in key_columns)  # type: ignore[union-attr]
                 if None in key:
-                    i += 1
+                    j += 1
                     continue
                 ev = partitions.get(key)  # type: ignore[assignment]
                 if ev is None:
                     ev = partitions[key] = self._new()
-                if skip_table(ev.active_key)[codes[i]]:
-                    i += 1
+                if skip_table(ev.active_key)[codes[j]]:
+                    j += 1
                     continue
-            pos = positions[i]
-            time = time_of[i]
+            pos = pos_list[j]
+            time = time_of[j]
             tau = NO_BOUND if window is None else time - window
-            self.tau = tau
+            if tau > self.tau:
+                self.tau = tau
             self.steps += 1
-            outputs = ev.step(pos, time, values[codes[i]], tau)  # type: ignore[arg-type]
+            outputs = ev.step(pos, time, values[codes[j]], tau)  # type: ignore[arg-type]
             if outputs:
                 mark = len(out)
                 if nxt:
@@ -235,7 +281,7 @@ class Engine:
                         partitions.clear()
                     else:
                         ev.clear()
-            i += 1
+            j += 1
             if partitioned:
                 if not ev.table:
                     partitions.pop(key, None)  # an empty evaluator is a fresh one: free it
@@ -249,7 +295,7 @@ class Engine:
                     skip = skip_table(active)
                     todo = visits(active)
                     if todo is not None:
-                        k = bisect.bisect_left(todo, i)
+                        k = bisect.bisect_left(todo, j)
 
     def _select(
         self, outputs: list[Node], tau: float, out: list[Found], limit: int, end: int, key: Hashable

@@ -84,12 +84,14 @@ class Evaluator:
             m, u = hit if hit is not None else dfa.compute(p, bits)
             if m == DEAD and u == DEAD:
                 continue
+            if ul[-1][1] < tau:
+                tecs.prune(ul, tau)
+            # merge(T[p]) only when a node for the whole list is needed: a run
+            # that only moves on unmarked to a fresh state keeps its list.
             n = merged.get(p)
-            if n is None:
-                if ul[-1][1] < tau:
-                    tecs.prune(ul, tau)
-                n = ul[0] if len(ul) == 1 else merge(ul, unions)
             if m != DEAD:
+                if n is None:
+                    n = ul[0] if len(ul) == 1 else merge(ul, unions)
                 node = (OUTPUT, n[1], pos, n)
                 target = new.get(m)
                 if target is None:
@@ -101,6 +103,8 @@ class Evaluator:
                 if target is None:
                     new[u] = ul
                 else:
+                    if n is None:
+                        n = ul[0] if len(ul) == 1 else merge(ul, unions)
                     insert(target, n, unions)
 
         self.table = new

@@ -48,14 +48,13 @@ class Projector:
                 self.marked[t.source].append((t.mask, t.neg, t.target, labels[t]))
             else:
                 self.unmarked[t.source].append((t.mask, t.neg, t.target, frozenset()))
-        self.batches: deque[tuple[Sequence[int], Any, Sequence[Sequence[Hashable]] | None, float]] = (
-            deque()
-        )
-        """``(positions, bit vectors, partition key columns, latest time)`` per batch."""
+        self.batches: deque[tuple[Any, Any, Sequence[Sequence[Hashable]] | None, float]] = deque()
+        """``(positions, bit vectors, partition key columns, latest time)`` per batch (numpy
+        arrays or sequences, positions increasing)."""
 
     def log(
         self,
-        positions: Sequence[int],
+        positions: Any,
         bits: Any,
         keys: Sequence[Sequence[Hashable]] | None,
         latest: float,
@@ -73,14 +72,14 @@ class Projector:
         """``(position, bits)`` of the events of partition ``key`` in ``[lo, hi]``, in order."""
         out: list[tuple[int, int]] = []
         for positions, bits, keys, _ in self.batches:
-            if not positions or positions[-1] < lo or positions[0] > hi:
+            if len(positions) == 0 or positions[-1] < lo or positions[0] > hi:
                 continue
             a = bisect.bisect_left(positions, lo)
             b = bisect.bisect_right(positions, hi)
             for i in range(a, b):
                 if keys is not None and tuple(col[i] for col in keys) != key:
                     continue
-                out.append((positions[i], int(bits[i])))
+                out.append((int(positions[i]), int(bits[i])))
         return out
 
     def project(self, match: tuple[int, ...], key: Hashable) -> set[tuple[int, ...]]:

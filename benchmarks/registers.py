@@ -4,6 +4,7 @@ Run by hand (not a test)::
 
     python benchmarks/registers.py [--events 1000000] [--sweep-events 200000]
                                    [--windows 10 100 1000] [--runs 1] [--only NAME ...]
+                                   [--runtime auto runs windowed]
 
 Over the synthetic stock events of ``generate.py`` (BUY/SELL, 5 names, prices
 uniform in [0, 200)), it reports events per second, complex events and the
@@ -23,6 +24,11 @@ prefilter), for:
   q1's MSFT, ORCL, CSCO, AMAT) with windows small enough for our stream, where
   every name trades 20 times more often than in the paper's data: ``seq3``,
   ``seq6``, ``k3`` (Kleene), ``q1`` and ``q5`` (Kleene over both types).
+
+``--runtime`` runs each query on several register runtimes side by side:
+``runs`` (kleene.registers.runtime), ``windowed`` (the unrolled, lazily
+determinized automaton of kleene.registers.window_runtime; count windows
+only) or ``auto`` (the engine's choice).
 
 Figures depend on the machine and its load; state them with that caveat.
 """
@@ -80,19 +86,23 @@ PAPER = {
 }
 
 
-def run_once(query: str, path: Path) -> tuple[str, int, int, float]:
+def run_once(query: str, path: Path, runtime: str = "auto") -> tuple[str, int, int, float]:
     started = time.perf_counter()
     compiled = kleene.compile(query)
+    if runtime != "auto" and compiled.register_runtime is not None:
+        compiled.register_runtime = runtime
     found = sum(1 for _ in compiled.matches(read_batches(path)))
     elapsed = time.perf_counter() - started
-    return compiled.engine, found, compiled._last.engine.steps, elapsed
+    engine = compiled.engine
+    if compiled.register_runtime is not None:
+        engine += f" ({compiled.register_runtime})"
+    return engine, found, compiled._last.engine.steps, elapsed
 
 
-def measure(name: str, query: str, path: Path, events: int, runs: int) -> None:
-    results = [run_once(query, path) for _ in range(runs)]
-    engine, found, steps, _ = results[0]
+def measure(name: str, query: str, path: Path, events: int, runs: int, runtime: str = "auto") -> None:
+    results = [run_once(query, path, runtime) for _ in range(runs)]
+    plan, found, steps, _ = results[0]
     seconds = statistics.median(r[3] for r in results)
-    plan = "pair join" if "pair" in name else engine
     print(
         f"| {name} | {plan} | {events:,} | {found:,} | {steps:,} | {seconds:.2f} | "
         f"{events / seconds:,.0f} |",
@@ -107,20 +117,30 @@ def main() -> None:
     parser.add_argument("--windows", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--only", nargs="+", help="run only these (pair, rising, seq3, ...)")
+    parser.add_argument(
+        "--runtime", nargs="+", default=["auto"], choices=["auto", "runs", "windowed"],
+        help="register runtimes to compare side by side (auto: the one the engine chooses)",
+    )
     args = parser.parse_args()
     wanted = set(args.only or ["pair", "rising", *PAPER])
     path = generate(args.events)
     sweep = generate(args.sweep_events)
     print("| query | engine | events | complex events | events seen by runs | median s | events/s |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    if "pair" in wanted:
-        measure("pair", PAIR, path, args.events, args.runs)
+    for runtime in args.runtime:
+        if "pair" in wanted:
+            measure("pair", PAIR, path, args.events, args.runs, runtime)
     if "rising" in wanted:
         for w in args.windows:
-            measure(f"rising w={w}", RISING.format(window=w), sweep, args.sweep_events, args.runs)
+            for runtime in args.runtime:
+                measure(
+                    f"rising w={w}", RISING.format(window=w), sweep, args.sweep_events, args.runs,
+                    runtime,
+                )
     for name, query in PAPER.items():
         if name in wanted:
-            measure(name, query, path, args.events, args.runs)
+            for runtime in args.runtime:
+                measure(name, query, path, args.events, args.runs, runtime)
 
 
 if __name__ == "__main__":

@@ -49,8 +49,8 @@ from kleene.language.printer import filter_to_ceql
 from kleene.language.schema import Schema
 from kleene.language.variables import variable_event_types
 from kleene.registers.automaton import SRT, compile_srt
-from kleene.registers.pairs import pair_plan
 from kleene.registers.runtime import RegisterEngine
+from kleene.registers.window_runtime import WindowedEngine, choose_register_runtime
 from kleene.runtime.engine import Engine, Settings
 from kleene.runtime.enumeration import Found
 from kleene.runtime.projection import Projector
@@ -286,6 +286,12 @@ class Query:
             limit=query.limit,
             strategy=query.select.strategy,
         )
+        self.register_runtime: str | None = None
+        """For the register engine: ``"pairs"``, ``"windowed"`` or ``"runs"`` (see explain())."""
+        if self.srt is not None:
+            self.register_runtime = choose_register_runtime(
+                self.srt, self.settings, window, type_column
+            )
         self._attrs = self._projected_attributes()
         self._session = Session(self)
 
@@ -310,17 +316,7 @@ class Query:
                     else "only events some transition accepts are visited"
                 )
             )
-            settings = self.settings
-            pairs = pair_plan(
-                srt, window=settings.window, partitioned=settings.partitioned,
-                consume=settings.consume, limit=settings.limit, strategy=settings.strategy,
-                type_column=self.type_column,
-            )
-            lines.append(
-                "runtime: vectorized pair join over a per-window index of first events"
-                if pairs is not None
-                else "runtime: runs (state, registers, start, positions), merged when equal"
-            )
+            lines.append("runtime: " + RUNTIME_EXPLAINED[self.register_runtime or "runs"])
         elif self.cea is not None:
             lines.append(
                 f"automaton: complex event automaton, {self.cea.num_states} states, "
@@ -458,6 +454,19 @@ class Query:
         if not items or any(i.attrs is None for i in items):
             return None
         return tuple(dict.fromkeys(a for i in items for a in i.attrs or ()))
+
+
+RUNTIME_EXPLAINED = {
+    "pairs": "vectorized pair join over a per-window index of first events",
+    "windowed": (
+        "the SRT unrolled under the window (a tree of walks of at most n+1 events, "
+        "each register written once) and determinized lazily: one subset of tree nodes "
+        "per partition, registers read from the last n+1 events, subset transitions cached "
+        "per minterm; hands over to runs if the cache misses on more than 10% of events"
+    ),
+    "runs": "runs (state, registers, start, positions), merged when equal",
+}
+"""What ``explain()`` says about each runtime of the register engine."""
 
 
 def choose_engine(query: ast.Query) -> tuple[str, str]:
@@ -614,7 +623,12 @@ class Session:
         self.engine: Engine | RegisterEngine
         if query.srt is not None:
             settings = query.settings
-            self.engine = RegisterEngine(
+            runtime: type[RegisterEngine] = RegisterEngine
+            if query.register_runtime == "windowed":
+                if not isinstance(query.ast.within, ast.EventsWindow):
+                    raise ValueError("the windowed runtime needs a WITHIN n EVENTS window")
+                runtime = WindowedEngine
+            self.engine = runtime(
                 query.srt,
                 window=settings.window,
                 partitioned=settings.partitioned,

@@ -267,7 +267,11 @@ class RegisterEngine:
         for start, marked in unique:
             out.append((start, end, marked, key))
         if unique and self.consume != "NONE":
-            if self.consume == "ANY":
-                self.runs.clear()
-            else:
-                self.runs.pop(key, None)
+            self._forget(None if self.consume == "ANY" else key)
+
+    def _forget(self, key: Hashable) -> None:
+        """CONSUME BY: drop the runs of partition ``key`` (None: of every partition)."""
+        if key is None:
+            self.runs.clear()
+        else:
+            self.runs.pop(key, None)

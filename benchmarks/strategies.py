@@ -4,7 +4,7 @@ Run by hand (not a test)::
 
     python benchmarks/strategies.py [--events 1000000] [--windows 100 1000 10000] [--runs 3]
                                     [--strategies ALL STRICT NEXT LAST MAX] [--budget 60]
-                                    [--pattern iteration|sequence]
+                                    [--pattern iteration|sequence] [--limit 1000]
 
 Query (over the stock events of ``generate.py``), ``--pattern iteration`` (the default)::
 
@@ -44,7 +44,7 @@ PATTERNS = {
 }
 QUERY = (
     "SELECT {strategy} * FROM S WHERE {pattern} "
-    "FILTER a[price > 150] AND c[price < 50] WITHIN {window} EVENTS LIMIT 1000"
+    "FILTER a[price > 150] AND c[price < 50] WITHIN {window} EVENTS LIMIT {limit}"
 )
 STRATEGIES = ("ALL", "STRICT", "NEXT", "LAST", "MAX")
 
@@ -72,15 +72,26 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
     parser.add_argument("--pattern", choices=sorted(PATTERNS), default="iteration")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=1000,
+        help="LIMIT of the query (1 measures the update cost of a strategy: one output per end)",
+    )
     parser.add_argument("--budget", type=float, default=float("inf"), help="seconds per run (at most)")
     args = parser.parse_args()
     path = generate(args.events)
-    print(f"{args.events:,} events from {path.name}; pattern `{PATTERNS[args.pattern]}`\n")
+    print(
+        f"{args.events:,} events from {path.name}; pattern `{PATTERNS[args.pattern]}`, "
+        f"LIMIT {args.limit}\n"
+    )
     print("| strategy | window | events read | complex events | their positions | events stepped | median s | events/s |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for strategy in args.strategies:
         for window in args.windows:
-            query = QUERY.format(strategy=strategy, pattern=PATTERNS[args.pattern], window=window)
+            query = QUERY.format(
+                strategy=strategy, pattern=PATTERNS[args.pattern], window=window, limit=args.limit
+            )
             runs = [run_once(query, path, args.budget) for _ in range(args.runs)]
             rate = statistics.median(r[3] / r[4] for r in runs)
             found, size, stepped, read, seconds = runs[0]

@@ -229,9 +229,17 @@ def test_valid_predicates_pass() -> None:
 @pytest.mark.parametrize(
     ("text", "needle", "message"),
     [
-        ("SELECT NEXT a FROM S WHERE A AS a", "SELECT", "selection strategy NEXT with a projection is not supported yet"),
-        ("SELECT LAST NONE FROM S WHERE A", "SELECT", "selection strategy LAST with a projection"),
-        ("SELECT MAX a[x] FROM S WHERE A AS a", "SELECT", "selection strategy MAX with a projection"),
+        (
+            "SELECT NEXT a FROM S WHERE A AS a ; B AS b FILTER b[x > a.x]",
+            "SELECT",
+            "selection strategy NEXT with a projection is not supported yet together with "
+            "conditions between events",
+        ),
+        (
+            "SELECT MAX a[x] FROM S WHERE A AS a ; B AS b FILTER b[x > a.x]",
+            "SELECT",
+            "selection strategy MAX with a projection",
+        ),
     ],
 )
 def test_unsupported_constructs(text: str, needle: str, message: str) -> None:
@@ -245,6 +253,9 @@ def test_supported_strategies() -> None:
     for strategy in ("ALL", "ANY", "STRICT", "NEXT", "LAST", "MAX"):
         accepted(f"SELECT {strategy} * FROM S WHERE A")
     accepted("SELECT STRICT a FROM S WHERE A AS a")
+    for strategy in ("NEXT", "LAST", "MAX"):
+        accepted(f"SELECT {strategy} a FROM S WHERE A AS a ; B")
+        accepted(f"SELECT {strategy} NONE FROM S WHERE A")
 
 
 def test_mistakes_are_reported_before_unsupported_constructs() -> None:

@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kleene.automata.compile import Atoms, compile_pattern
+from kleene.automata.compile import Atoms, compile_labelled, compile_pattern
 from kleene.automata.conform import Requirement, conform
 from kleene.automata.determinize import LazyDFA
 from kleene.automata.predicates import PredicateTable, infer_kinds
@@ -54,6 +54,7 @@ from kleene.registers.runtime import RegisterEngine
 from kleene.registers.window_runtime import WindowedEngine, choose_register_runtime
 from kleene.runtime.engine import Engine, Settings
 from kleene.runtime.enumeration import Columns, Found
+from kleene.runtime.projection import Projector
 from kleene.runtime.store import EventStore
 
 DICT_BATCH = 4096
@@ -227,6 +228,7 @@ class Query:
         """``"tecs"`` (CORE's algorithm) or ``"registers"`` (SRT runs), and why."""
         self.atoms = Atoms()
         self.cea = None
+        self.projector: Projector | None = None
         self.srt: SRT | None = None
         where = without_self_references(query.where)
         with_streams = stream_column is not None
@@ -238,9 +240,17 @@ class Query:
         else:
             self.atoms.collect(where, with_streams=with_streams)
             try:
-                self.cea = compile_pattern(
-                    where, self.atoms, projection, strict=query.select.strategy == "STRICT"
-                )
+                if projection is not None and query.select.strategy in ("NEXT", "LAST", "MAX"):
+                    # The strategy compares whole matches: it runs on SELECT *'s
+                    # automaton and the chosen matches are projected afterwards.
+                    self.cea, labels = compile_labelled(
+                        where, self.atoms, None, project=projection
+                    )
+                    self.projector = Projector(self.cea, labels)
+                else:
+                    self.cea = compile_pattern(
+                        where, self.atoms, projection, strict=query.select.strategy == "STRICT"
+                    )
             except ValueError as err:  # a construct too large to compile (see compile.py)
                 span = query.where.span
                 raise UnsupportedError(str(err), span.line, span.column, source) from None
@@ -649,11 +659,15 @@ class Session:
             )
         else:
             assert query.cea is not None
+            projector = None
+            if query.projector is not None:  # a fresh copy: it keeps this session's events
+                projector = Projector(query.cea, query.projector.labels)
             self.engine = Engine(
                 LazyDFA(query.cea),
                 query.settings,
                 skip_inert=query.skip_inert,
                 lookahead=query.lookahead,
+                projector=projector,
             )
         spec = query._policy_spec
         if policy is None:

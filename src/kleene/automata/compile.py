@@ -430,6 +430,28 @@ def compile_pattern(
     event is marked iff it is bound to one of them.  ``strict`` keeps only
     runs whose events are contiguous (``SELECT STRICT``).
     """
+    return compile_labelled(pattern, atoms, projection, strict=strict)[0]
+
+
+Labels = dict[Transition, frozenset[bool]]
+"""Per marked transition: whether the event it reads is bound to a projected variable
+(both when several variable sets give the same transition)."""
+
+
+def compile_labelled(
+    pattern: ast.Pattern,
+    atoms: Atoms,
+    projection: frozenset[str] | None = None,
+    *,
+    strict: bool = False,
+    project: frozenset[str] | None = None,
+) -> tuple[CEA, Labels]:
+    """:func:`compile_pattern`, plus which marked transitions bind a variable of ``project``.
+
+    A selection strategy compares whole matches, so it runs on the CEA of
+    ``SELECT *`` (``projection=None``); the labels then say which positions
+    of a chosen match the projection ``project`` keeps (runtime/projection.py).
+    """
     builder = _Builder(atoms)
     frag = builder.build(pattern)
     q0 = builder.state()
@@ -453,20 +475,21 @@ def compile_pattern(
     useful = reachable & _closure(finals_in, backward)
     reachable = useful | {q0}
     numbering = {s: n for n, s in enumerate(sorted(reachable))}
+    labels: dict[Transition, set[bool]] = {}
+    for t in vts:
+        if t.source in reachable and t.target in useful:
+            tr = Transition(
+                numbering[t.source], t.mask, marked(t.labels), numbering[t.target], t.neg
+            )
+            flags = labels.setdefault(tr, set())
+            if tr.marked and project is not None:
+                flags.add(bool(t.labels & project))
     transitions = tuple(
-        sorted(
-            {
-                Transition(
-                    numbering[t.source], t.mask, marked(t.labels), numbering[t.target], t.neg
-                )
-                for t in vts
-                if t.source in reachable and t.target in useful
-            },
-            key=lambda t: (t.source, t.target, t.mask, t.neg, t.marked),
-        )
+        sorted(labels, key=lambda t: (t.source, t.target, t.mask, t.neg, t.marked))
     )
     finals = frozenset(numbering[s] for s in finals_in if s in useful)
-    return CEA(len(numbering), transitions, numbering[q0], finals)
+    cea = CEA(len(numbering), transitions, numbering[q0], finals)
+    return cea, {t: frozenset(f) for t, f in labels.items() if f}
 
 
 def _strict(vts: list[_VT], q0: int, finals: set[int]) -> tuple[list[_VT], int, set[int]]:

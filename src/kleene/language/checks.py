@@ -346,11 +346,16 @@ class _Checker:
                     span.line, span.column, self.source,
                 )
         strategy = q.select.strategy
-        if strategy in _SELECTING_STRATEGIES and q.select.items is not None:
+        if (
+            strategy in _SELECTING_STRATEGIES
+            and q.select.items is not None
+            and has_conditions(q.where)
+        ):
             span = q.select.span if q.select.span != NO_SPAN else q.span
             raise UnsupportedError(
-                f"selection strategy {strategy} with a projection is not supported yet; "
-                "use SELECT * (STRICT, ALL and ANY take projections)",
+                f"selection strategy {strategy} with a projection is not supported yet together "
+                "with conditions between events; use SELECT * (STRICT, ALL and ANY take "
+                "projections)",
                 span.line, span.column, self.source,
             )
 

@@ -40,7 +40,9 @@ from kleene.automata.determinize import LazyDFA
 from kleene.runtime.enumeration import Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
 from kleene.runtime.lookahead import Lookahead
+from kleene.runtime.maximal import MaxEvaluator, supported
 from kleene.runtime.nxt import NxtEvaluator, NxtRules
+from kleene.runtime.projection import Projector
 from kleene.runtime.strategies import last_match, maximal_matches
 from kleene.runtime.tecs import Node
 
@@ -73,10 +75,19 @@ class Engine:
     """The evaluation state of one query over one stream (all partitions)."""
 
     def __init__(
-        self, dfa: LazyDFA, settings: Settings, *, skip_inert: bool = True, lookahead: bool = True
+        self,
+        dfa: LazyDFA,
+        settings: Settings,
+        *,
+        skip_inert: bool = True,
+        lookahead: bool = True,
+        projector: Projector | None = None,
     ) -> None:
         self.dfa = dfa
         self.settings = settings
+        self.projector = projector
+        """Projects the matches a strategy chose (NEXT/LAST/MAX with a projection; ``dfa`` is then
+        the automaton of ``SELECT *``)."""
         self.skip_inert = skip_inert
         """False turns skipping off (every event is stepped): for tests and measurements."""
         self.lookahead = Lookahead.of(dfa.cea) if lookahead else None
@@ -85,11 +96,15 @@ class Engine:
         """How many events went through Algorithm 1 (the others were skipped)."""
         if settings.strategy == "NEXT":
             rules = NxtRules(dfa)
-            self._new: Callable[[], Evaluator | NxtEvaluator] = lambda: NxtEvaluator(dfa, rules)
+            self._new: Callable[[], Evaluator | NxtEvaluator | MaxEvaluator] = (
+                lambda: NxtEvaluator(dfa, rules)
+            )
+        elif settings.strategy == "MAX" and supported(dfa):
+            self._new = lambda: MaxEvaluator(dfa)
         else:
             self._new = lambda: Evaluator(dfa)
         self.single = self._new()
-        self.partitions: dict[Hashable, Evaluator | NxtEvaluator] = {}
+        self.partitions: dict[Hashable, Evaluator | NxtEvaluator | MaxEvaluator] = {}
         # How many partitions each automaton state is active in, and the set
         # of those states (None when it must be recomputed): an event is only
         # looked at when it is not inert for some active state.
@@ -125,13 +140,21 @@ class Engine:
         limit = settings.limit if settings.limit is not None else UNLIMITED
         consume = settings.consume
         nxt = settings.strategy == "NEXT"
-        selecting = settings.strategy in ("LAST", "MAX")
+        selecting = settings.strategy == "LAST" or (
+            settings.strategy == "MAX" and not isinstance(self.single, MaxEvaluator)
+        )
         bits = np.asarray(bits, dtype=np.uint64)
         time_arr = np.asarray(positions if times is None else times)
         if window is not None:
             # Nothing before this is reachable from the next batch on (the
             # events' store is released up to here even if no event is visited).
             self.tau = max(self.tau, time_arr[-1].item() - window)
+        projector = self.projector
+        if projector is not None:
+            # Every event, skipped or not: a chosen match is replayed over its span.
+            projector.log(np.asarray(positions), bits, key_columns, time_arr[-1].item())
+            if window is not None:
+                projector.release(time_arr[0].item() - window)
         # The candidate events: those that can reach a final state within
         # the window (all of them unless the lookahead applies).  The loop
         # below runs over candidate numbers j; ``cand`` maps them to rows.
@@ -233,6 +256,7 @@ class Engine:
             self.steps += 1
             outputs = ev.step(pos, time, values[codes[j]], tau)  # type: ignore[arg-type]
             if outputs:
+                mark = len(out)
                 if nxt:
                     out.extend((start, pos, found_positions, key) for start, found_positions in outputs)
                     found = len(outputs)
@@ -240,10 +264,15 @@ class Engine:
                     found = self._select(outputs, tau, out, limit, pos, key)
                 else:
                     found = 0
+                    # Several matches may project to one complex event: project them all.
+                    room = limit if projector is None else UNLIMITED
                     for node in outputs:
-                        found += enumerate_node(node, tau, out, limit - found, pos, key)
-                        if found >= limit:
+                        found += enumerate_node(node, tau, out, room - found, pos, key)
+                        if found >= room:
                             break
+                if projector is not None and found:
+                    out[mark:] = projector.apply(out[mark:], limit)
+                    found = len(out) - mark
                 if found and consume != "NONE":
                     if consume == "ANY":
                         self.single.clear()
@@ -273,7 +302,9 @@ class Engine:
     ) -> int:
         """The complex events ending at ``end`` that the strategy keeps; how many."""
         if self.settings.strategy == "MAX":
-            chosen = maximal_matches(outputs, tau)[:limit]
+            chosen = maximal_matches(outputs, tau)
+            if self.projector is None:
+                chosen = chosen[:limit]
         else:
             best = last_match(outputs, tau)
             chosen = [] if best is None else [best]
@@ -288,7 +319,7 @@ class Engine:
             self._global = frozenset(self._counts)
         return self._global
 
-    def _update(self, ev: Evaluator | NxtEvaluator) -> None:
+    def _update(self, ev: Evaluator | NxtEvaluator | MaxEvaluator) -> None:
         """Refresh ``ev.active_key`` and, when partitioned, the per-state counts."""
         new = frozenset(ev.table)
         old = ev.active_key
@@ -308,7 +339,7 @@ class Engine:
                     self._global = None
                 counts[s] += 1
 
-    def _retire(self, ev: Evaluator | NxtEvaluator) -> None:
+    def _retire(self, ev: Evaluator | NxtEvaluator | MaxEvaluator) -> None:
         ev.clear()
         self._update(ev)
 

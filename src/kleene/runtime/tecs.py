@@ -96,7 +96,7 @@ def merge(ul: list[Node], created: list[Node]) -> Node:
     return n
 
 
-def prune(ul: list[Node], tau: int) -> bool:
+def prune(ul: list[Node], tau: int | float) -> bool:
     """Drop the entries no window can reach (``max < tau``); False if none is left."""
     if ul[0][1] < tau:
         return False
@@ -108,7 +108,7 @@ def prune(ul: list[Node], tau: int) -> bool:
     return True
 
 
-def sever(unions: list[Node], tau: int) -> list[Node]:
+def sever(unions: list[Node], tau: int | float) -> list[Node]:
     """Cut right children that start before ``tau``; return the unions still in reach.
 
     ``tau`` only grows, so a right child with ``max < tau`` can never be

@@ -343,16 +343,16 @@ class Query:
         session = Session(self)
         self._last_session = session
         for batch in _batches(source):
-            yield from session.feed(batch, with_events=True)  # type: ignore[misc]
-        yield from session.flush(with_events=True)  # type: ignore[misc]
+            yield from session.feed(batch, with_events=True)
+        yield from session.flush(with_events=True)
 
     def matches(self, source: Any) -> Iterator[Match]:
         """Like :meth:`run`, but without the events' data (cheaper)."""
         session = Session(self)
         self._last_session = session
         for batch in _batches(source):
-            yield from session.feed(batch, with_events=False)  # type: ignore[misc]
-        yield from session.flush(with_events=False)  # type: ignore[misc]
+            yield from session.feed(batch, with_events=False)
+        yield from session.flush(with_events=False)
 
     def match_batches(self, source: Any, *, events: bool = False) -> Iterator[MatchBatch]:
         """The bulk path: like :meth:`matches` (or :meth:`run` with ``events``), in columns.
@@ -380,14 +380,14 @@ class Query:
     def flush(self) -> list[ComplexEvent]:
         """End of the pushed stream: release the events still held back by ``max_delay``."""
         self._last_session = self._session
-        return self._session.flush(with_events=True)  # type: ignore[return-value]
+        return self._session.flush(with_events=True)
 
     def push_batch(self, batch: pa.RecordBatch | pa.Table) -> list[ComplexEvent]:
         """Feed a batch of events; return the complex events they complete."""
         self._last_session = self._session
         out: list[ComplexEvent] = []
         for b in _batches(batch):
-            out.extend(self._session.feed(b, with_events=True))  # type: ignore[arg-type]
+            out.extend(self._session.feed(b, with_events=True))
         return out
 
     # -------------------------------------------------------------- helpers
@@ -630,7 +630,89 @@ def number_rows(next_row: int, n: int, positions: np.ndarray | None) -> np.ndarr
     return positions
 
 
-class Session:
+class OrderedFeed:
+    """Feeding a stream in order: rows go straight to ``_evaluate``, or first through the
+    :class:`ReorderBuffer` when the query allows bounded disorder (``max_delay``).
+
+    :class:`Session` (one query) and ``QuerySetSession`` (several queries over
+    one buffer) differ only in ``_evaluate`` and in who receives late rows.
+    """
+
+    reorder: ReorderBuffer | None
+
+    def feed(
+        self, batch: pa.RecordBatch, *, with_events: bool = True, positions: np.ndarray | None = None
+    ) -> list[Any]:
+        """Evaluate one batch; return the complex events it completes.
+
+        ``positions`` (int64, increasing, after every earlier one) numbers the
+        rows; by default rows are numbered by arrival.
+        """
+        if self.reorder is not None and positions is None:
+            return self._released(batch, with_events=with_events, final=False)
+        return self._evaluate(batch, with_events=with_events, positions=positions)
+
+    def flush(self, *, with_events: bool = True) -> list[Any]:
+        """End of the stream: release every event still held back by ``max_delay``."""
+        if self.reorder is None or not self.reorder.holding:
+            return []
+        return self._released(None, with_events=with_events, final=True)
+
+    def feed_columns(
+        self, batch: pa.RecordBatch, *, events: bool = False, positions: np.ndarray | None = None
+    ) -> list[MatchBatch]:
+        """:meth:`feed` on the bulk path: the complex events as :class:`MatchBatch` es.
+
+        ``events`` keeps access to the events' data (for Arrow and JSON output).
+        """
+        if self.reorder is not None and positions is None:
+            return self._released(batch, with_events=events, final=False, columnar=True)
+        return self._evaluate(batch, with_events=events, positions=positions, columnar=True)
+
+    def flush_columns(self, *, events: bool = False) -> list[MatchBatch]:
+        """:meth:`flush` on the bulk path."""
+        if self.reorder is None or not self.reorder.holding:
+            return []
+        return self._released(None, with_events=events, final=True, columnar=True)
+
+    def _released(
+        self, batch: pa.RecordBatch | None, *, with_events: bool, final: bool, columnar: bool = False
+    ) -> list[Any]:
+        """Buffer rows and evaluate, in (time, arrival) order, those behind the watermark.
+
+        Released rows are numbered in release order, so positions follow time
+        order; bad-row messages name their input row numbers.
+        """
+        assert self.reorder is not None
+        out: list[Any] = []
+        for part, input_rows in self.reorder.push(batch, final=final, set_aside=self._set_aside):
+            # positions=None numbers the released rows on from next_row.
+            out.extend(
+                self._evaluate(
+                    part, with_events=with_events, positions=None, report=input_rows,
+                    columnar=columnar,
+                )
+            )
+        return out
+
+    def _evaluate(
+        self,
+        batch: pa.RecordBatch,
+        *,
+        with_events: bool,
+        positions: np.ndarray | None,
+        report: np.ndarray | None = None,
+        columnar: bool = False,
+    ) -> list[Any]:
+        raise NotImplementedError
+
+    def _set_aside(
+        self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str
+    ) -> None:
+        raise NotImplementedError
+
+
+class Session(OrderedFeed):
     """The evaluation state of one query over one stream: engine, positions, time, stored events.
 
     :meth:`Query.run`, :meth:`Query.matches` and :meth:`Query.push` each use
@@ -686,65 +768,6 @@ class Session:
         """Input rows already handed to the policy, when several queries share it."""
         self.name: str | None = None
         """The query's name when it runs with others (it tags each complex event)."""
-
-    def feed(
-        self,
-        batch: pa.RecordBatch,
-        *,
-        with_events: bool = True,
-        positions: np.ndarray | None = None,
-    ) -> list[Match] | list[ComplexEvent]:
-        """Evaluate one batch; return the complex events it completes.
-
-        ``positions`` (int64, increasing, after every earlier one) numbers the
-        rows; by default rows are numbered by arrival.
-        """
-        if self.reorder is not None and positions is None:
-            return self._feed_out_of_order(batch, with_events=with_events, final=False)
-        return self._evaluate(batch, with_events=with_events, positions=positions)
-
-    def flush(self, *, with_events: bool = True) -> list[Match] | list[ComplexEvent]:
-        """End of the stream: release every event still held back by ``max_delay``."""
-        if self.reorder is None or not self.reorder.holding:
-            return []
-        return self._feed_out_of_order(None, with_events=with_events, final=True)
-
-    def feed_columns(
-        self, batch: pa.RecordBatch, *, events: bool = False, positions: np.ndarray | None = None
-    ) -> list[MatchBatch]:
-        """:meth:`feed` on the bulk path: the complex events as one :class:`MatchBatch` (or none).
-
-        ``events`` keeps access to the events' data (for Arrow and JSON output).
-        """
-        if self.reorder is not None and positions is None:
-            return self._feed_out_of_order(batch, with_events=events, final=False, columnar=True)
-        return self._evaluate(batch, with_events=events, positions=positions, columnar=True)
-
-    def flush_columns(self, *, events: bool = False) -> list[MatchBatch]:
-        """:meth:`flush` on the bulk path."""
-        if self.reorder is None or not self.reorder.holding:
-            return []
-        return self._feed_out_of_order(None, with_events=events, final=True, columnar=True)
-
-    def _feed_out_of_order(
-        self, batch: pa.RecordBatch | None, *, with_events: bool, final: bool, columnar: bool = False
-    ) -> list[Any]:
-        """Buffer rows and evaluate, in (time, arrival) order, those behind the watermark.
-
-        Released rows are numbered in release order, so positions follow time
-        order; bad-row messages name their input row numbers.
-        """
-        assert self.reorder is not None
-        out: list[Any] = []
-        for part, input_rows in self.reorder.push(batch, final=final, set_aside=self._set_aside):
-            # positions=None numbers the released rows on from next_row.
-            out.extend(
-                self._evaluate(
-                    part, with_events=with_events, positions=None, report=input_rows,
-                    columnar=columnar,
-                )
-            )
-        return out
 
     def _evaluate(
         self,

@@ -40,6 +40,7 @@ import pyarrow as pa
 
 from kleene.api import (
     ComplexEvent,
+    OrderedFeed,
     Query,
     QueryMatch,
     ReorderBuffer,
@@ -200,16 +201,16 @@ class QuerySet:
         session = QuerySetSession(self)
         self._last_session = session
         for batch in _batches(source):
-            yield from session.feed(batch, with_events=True)  # type: ignore[misc]
-        yield from session.flush(with_events=True)  # type: ignore[misc]
+            yield from session.feed(batch, with_events=True)
+        yield from session.flush(with_events=True)
 
     def matches(self, source: Any) -> Iterator[QueryMatch]:
         """Like :meth:`run`, without the events' data."""
         session = QuerySetSession(self)
         self._last_session = session
         for batch in _batches(source):
-            yield from session.feed(batch, with_events=False)  # type: ignore[misc]
-        yield from session.flush(with_events=False)  # type: ignore[misc]
+            yield from session.feed(batch, with_events=False)
+        yield from session.flush(with_events=False)
 
     def match_batches(self, source: Any, *, events: bool = False) -> Iterator[MatchBatch]:
         """The bulk path (see :meth:`kleene.Query.match_batches`); ``query`` names each one's query.
@@ -237,16 +238,16 @@ class QuerySet:
         self._last_session = self._session
         out: list[ComplexEvent] = []
         for b in _batches(batch):
-            out.extend(self._session.feed(b, with_events=True))  # type: ignore[arg-type]
+            out.extend(self._session.feed(b, with_events=True))
         return out
 
     def flush(self) -> list[ComplexEvent]:
         """End of the pushed stream: release the events still held back by ``max_delay``."""
         self._last_session = self._session
-        return self._session.flush(with_events=True)  # type: ignore[return-value]
+        return self._session.flush(with_events=True)
 
 
-class QuerySetSession:
+class QuerySetSession(OrderedFeed):
     """The evaluation state of a :class:`QuerySet`: one :class:`Session` per query, shared stages."""
 
     def __init__(self, qs: QuerySet) -> None:
@@ -268,47 +269,11 @@ class QuerySetSession:
             else ReorderBuffer(q0.time_column or "", q0.time_unit, qs.max_delay)
         )
 
-    def feed(
-        self, batch: pa.RecordBatch, *, with_events: bool = True, positions: np.ndarray | None = None
-    ) -> list[QueryMatch] | list[ComplexEvent]:
-        """Evaluate one batch for every query; return the complex events it completes."""
-        if self.reorder is not None and positions is None:
-            return self._released(batch, with_events=with_events, final=False)
-        return self._evaluate(batch, with_events=with_events, positions=positions)
-
-    def flush(self, *, with_events: bool = True) -> list[QueryMatch] | list[ComplexEvent]:
-        if self.reorder is None or not self.reorder.holding:
-            return []
-        return self._released(None, with_events=with_events, final=True)
-
-    def feed_columns(
-        self, batch: pa.RecordBatch, *, events: bool = False, positions: np.ndarray | None = None
-    ) -> list[MatchBatch]:
-        """:meth:`feed` on the bulk path: one merged :class:`MatchBatch` (or none)."""
-        if self.reorder is not None and positions is None:
-            return self._released(batch, with_events=events, final=False, columnar=True)
-        return self._evaluate(batch, with_events=events, positions=positions, columnar=True)
-
-    def flush_columns(self, *, events: bool = False) -> list[MatchBatch]:
-        if self.reorder is None or not self.reorder.holding:
-            return []
-        return self._released(None, with_events=events, final=True, columnar=True)
-
-    def _released(
-        self, batch: pa.RecordBatch | None, *, with_events: bool, final: bool, columnar: bool = False
-    ) -> list[Any]:
-        assert self.reorder is not None
-        out: list[Any] = []
-        parts = self.reorder.push(batch, final=final, set_aside=self.sessions[0]._set_aside)
-        for part, input_rows in parts:
-            # positions=None numbers the released rows on from next_row.
-            out.extend(
-                self._evaluate(
-                    part, with_events=with_events, positions=None, report=input_rows,
-                    columnar=columnar,
-                )
-            )
-        return out
+    def _set_aside(
+        self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str
+    ) -> None:
+        """Late and unreadable rows of the shared buffer go to the shared policy once."""
+        self.sessions[0]._set_aside(batch, row, pos, column, reason)
 
     def _evaluate(
         self,

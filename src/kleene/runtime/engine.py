@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +56,27 @@ SWEEP_STEPS = 8192
 """Steps between two sweeps for expired partitions (at least)."""
 
 MAX_VISIT_LISTS = 64
+
+DENSE_CODES = 1 << 16
+"""Bit vectors below this are numbered by a lookup table instead of a sort."""
+
+
+def distinct(bits: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """(the distinct bit vectors, ascending; each event's number among them).
+
+    ``np.unique`` sorts (O(n log n), the largest cost of a selective batch);
+    when the bit vectors are small integers, as they are for queries with
+    few atoms, a presence table gives the same numbering in O(n).
+    """
+    if len(bits) and int(bits.max()) < DENSE_CODES:
+        small = bits.astype(np.intp)
+        present = np.bincount(small)
+        uniq = np.flatnonzero(present)
+        lut = np.zeros(len(present), dtype=np.intp)
+        lut[uniq] = np.arange(len(uniq))
+        return uniq.tolist(), lut[small]
+    uniq, inverse = np.unique(bits, return_inverse=True)
+    return uniq.tolist(), inverse.reshape(-1)
 """Distinct sets of active states per batch for which a visit list is built."""
 
 
@@ -168,23 +190,37 @@ class Engine:
         if cand is None:
             m = n
             cbits = bits
-            idx: list[int] | None = None
-            pos_list = positions.tolist() if isinstance(positions, np.ndarray) else positions
-            time_of = (
-                pos_list
-                if times is None
-                else (times.tolist() if isinstance(times, np.ndarray) else times)
-            )
+            pos_arr = np.asarray(positions)
+            time_src = pos_arr if times is None else time_arr
         else:
             m = len(cand)
             cbits = bits[cand]
-            idx = cand.tolist()
-            pos_list = np.asarray(positions)[cand].tolist()
-            time_of = pos_list if times is None else time_arr[cand].tolist()
-        uniq, inverse = np.unique(cbits, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        values: list[int] = uniq.tolist()
-        codes: list[int] = inverse.tolist()
+            pos_arr = np.asarray(positions)[cand]
+            time_src = pos_arr if times is None else time_arr[cand]
+        values, inverse = distinct(cbits)
+        # Python values per candidate (positions, times, codes, rows) are made
+        # for the visited candidates only while visits are sparse, and for all
+        # of them at the first need beyond that (see ``dense``).
+        pos_list: Sequence[int] | dict[int, int]
+        time_of: Sequence[Any] | dict[int, Any]
+        codes: Sequence[int] | dict[int, int]
+        idx: Sequence[int] | dict[int, int] | None
+
+        def sparse(todo: list[int]) -> None:
+            nonlocal pos_list, time_of, codes, idx
+            at = np.asarray(todo, dtype=np.intp)
+            pos_list = dict(zip(todo, pos_arr[at].tolist()))
+            time_of = pos_list if times is None else dict(zip(todo, time_src[at].tolist()))
+            codes = dict(zip(todo, inverse[at].tolist()))
+            idx = None if cand is None else dict(zip(todo, cand[at].tolist()))
+
+        def dense() -> None:
+            nonlocal pos_list, time_of, codes, idx
+            pos_list = pos_arr.tolist()
+            time_of = pos_list if times is None else time_src.tolist()
+            codes = inverse.tolist()
+            idx = None if cand is None else cand.tolist()
+
         skip_tables: dict[frozenset[int], list[bool]] = {}
         visit_lists: dict[frozenset[int], list[int] | None] = {}
 
@@ -224,6 +260,11 @@ class Engine:
         active = self._active()
         todo = visits(active)
         skip = skip_table(active)
+        if todo is None:
+            dense()
+        else:
+            sparse(todo)
+        first_todo = todo
         k = 0
         j = 0
         key: Hashable = None
@@ -254,7 +295,7 @@ class Engine:
             if tau > self.tau:
                 self.tau = tau
             self.steps += 1
-            outputs = ev.step(pos, time, values[codes[j]], tau)  # type: ignore[arg-type]
+            outputs = ev.step(pos, time, values[codes[j]], tau)
             if outputs:
                 mark = len(out)
                 if nxt:
@@ -294,6 +335,9 @@ class Engine:
                     active = now
                     skip = skip_table(active)
                     todo = visits(active)
+                    if first_todo is not None and todo is not first_todo:
+                        dense()
+                        first_todo = None
                     if todo is not None:
                         k = bisect.bisect_left(todo, j)
 

@@ -199,27 +199,34 @@ class Engine:
             time_src = pos_arr if times is None else time_arr[cand]
         values, inverse = distinct(cbits)
         # Python values per candidate (positions, times, codes, rows) are made
-        # for the visited candidates only while visits are sparse, and for all
-        # of them at the first need beyond that (see ``dense``).
-        pos_list: Sequence[int] | dict[int, int]
-        time_of: Sequence[Any] | dict[int, Any]
-        codes: Sequence[int] | dict[int, int]
-        idx: Sequence[int] | dict[int, int] | None
+        # for the candidates about to be visited only, while visits are sparse
+        # (dicts), and for all of them at the first dense visit (lists).
+        pos_list: Any = {}
+        time_of: Any = pos_list if times is None else {}
+        codes: Any = {}
+        idx: Any = None if cand is None else {}
+        is_dense = False
 
-        def sparse(todo: list[int]) -> None:
-            nonlocal pos_list, time_of, codes, idx
-            at = np.asarray(todo, dtype=np.intp)
-            pos_list = dict(zip(todo, pos_arr[at].tolist()))
-            time_of = pos_list if times is None else dict(zip(todo, time_src[at].tolist()))
-            codes = dict(zip(todo, inverse[at].tolist()))
-            idx = None if cand is None else dict(zip(todo, cand[at].tolist()))
-
-        def dense() -> None:
-            nonlocal pos_list, time_of, codes, idx
-            pos_list = pos_arr.tolist()
-            time_of = pos_list if times is None else time_src.tolist()
-            codes = inverse.tolist()
-            idx = None if cand is None else cand.tolist()
+        def provide(todo: list[int] | None, k: int) -> None:
+            """Make the Python values of ``todo[k:]`` (of every candidate if None) available."""
+            nonlocal pos_list, time_of, codes, idx, is_dense
+            if is_dense:
+                return
+            if todo is None:
+                is_dense = True
+                pos_list = pos_arr.tolist()
+                time_of = pos_list if times is None else time_src.tolist()
+                codes = inverse.tolist()
+                idx = None if cand is None else cand.tolist()
+                return
+            ahead = todo[k:]
+            at = np.asarray(ahead, dtype=np.intp)
+            pos_list.update(zip(ahead, pos_arr[at].tolist()))
+            if times is not None:
+                time_of.update(zip(ahead, time_src[at].tolist()))
+            codes.update(zip(ahead, inverse[at].tolist()))
+            if cand is not None:
+                idx.update(zip(ahead, cand[at].tolist()))
 
         skip_tables: dict[frozenset[int], list[bool]] = {}
         visit_lists: dict[frozenset[int], list[int] | None] = {}
@@ -260,11 +267,7 @@ class Engine:
         active = self._active()
         todo = visits(active)
         skip = skip_table(active)
-        if todo is None:
-            dense()
-        else:
-            sparse(todo)
-        first_todo = todo
+        provide(todo, 0)
         k = 0
         j = 0
         key: Hashable = None
@@ -335,11 +338,9 @@ class Engine:
                     active = now
                     skip = skip_table(active)
                     todo = visits(active)
-                    if first_todo is not None and todo is not first_todo:
-                        dense()
-                        first_todo = None
                     if todo is not None:
                         k = bisect.bisect_left(todo, j)
+                    provide(todo, k)
 
     def _select(
         self, outputs: list[Node], tau: float, out: list[Found], limit: int, end: int, key: Hashable

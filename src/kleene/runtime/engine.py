@@ -206,13 +206,20 @@ class Engine:
         codes: Any = {}
         idx: Any = None if cand is None else {}
         is_dense = False
+        converted = 0
 
         def provide(todo: list[int] | None, k: int) -> None:
-            """Make the Python values of ``todo[k:]`` (of every candidate if None) available."""
-            nonlocal pos_list, time_of, codes, idx, is_dense
+            """Make the Python values of ``todo[k:]`` (of every candidate if None) available.
+
+            Once the sparse conversions would add up to more than the batch,
+            everything is converted: at most twice the batch in all.
+            """
+            nonlocal pos_list, time_of, codes, idx, is_dense, converted
             if is_dense:
                 return
-            if todo is None:
+            if todo is not None:
+                converted += len(todo) - k
+            if todo is None or converted > m:
                 is_dense = True
                 pos_list = pos_arr.tolist()
                 time_of = pos_list if times is None else time_src.tolist()

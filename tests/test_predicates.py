@@ -757,3 +757,47 @@ def test_predicates_on_two_string_columns_per_combination(
     for k, pred in enumerate(preds):
         expected = [bool(holds(pred, {"s": a, "t": b})) for a, b in rows]
         assert [bool(b >> k & 1) for b in bits] == expected, pred
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(string_preds(1, ("s",)), min_size=1, max_size=3),
+    st.lists(
+        st.builds(
+            lambda a, b, both: ast.PAnd(a, b) if both else ast.POr(a, b),
+            string_preds(1, ("s",)),
+            string_preds(1, ("t",)),
+            st.booleans(),
+        ),
+        min_size=4,
+        max_size=6,
+    ),
+    st.lists(
+        st.tuples(
+            st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=10),
+            st.sampled_from(["same", "equal", "other"]),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+)
+def test_per_value_bits_are_reused_only_for_the_same_dictionaries(
+    one: list[ast.Pred], two: list[ast.Pred], batches: list[tuple[list[tuple[int, int]], str]]
+) -> None:
+    """One table over several batches: a dictionary seen before (the same array, or equal
+    values) reuses the bits computed for it; another dictionary is evaluated afresh."""
+    preds = one + two
+    table = PredicateTable([], preds)
+    base = pa.array(["MSFT", None, "Zed", "é"], pa.string())
+    shuffled = pa.array(["é", "MSFT", "AAPL", None], pa.string())
+    for rows, kind in batches:
+        dictionary = {"same": base, "equal": pa.array(base.to_pylist(), pa.string()), "other": shuffled}[kind]
+        s, t = (
+            pa.DictionaryArray.from_arrays(pa.array([r[i] for r in rows], pa.int32()), dictionary)
+            for i in (0, 1)
+        )
+        bits = table.evaluate(pa.record_batch({"s": s, "t": t})).tolist()
+        values = list(zip(s.to_pylist(), t.to_pylist()))
+        for k, pred in enumerate(preds):
+            expected = [bool(holds(pred, {"s": a, "t": b})) for a, b in values]
+            assert [bool(b >> k & 1) for b in bits] == expected, (pred, kind)

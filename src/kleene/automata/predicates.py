@@ -1074,6 +1074,8 @@ class PredicateTable:
         # Predicates by the attributes they read: on string columns they are
         # evaluated once per distinct combination of values (see _per_value).
         self._by_columns: dict[tuple[str, ...], list[int]] = {}
+        self._tables: dict[tuple[str, ...], tuple[list[pa.Array], np.ndarray]] = {}
+        """Per group, the bits of every combination of the latest dictionaries (a cache)."""
         for k, p in enumerate(self.preds):
             names = tuple(_attr_names([p]))
             if names:
@@ -1112,36 +1114,51 @@ class PredicateTable:
                 len(names) == 1 and sizes[0] > 2 * batch.num_rows + 64
             ):
                 continue
-            values = [
-                pa.concat_arrays([d.cast(pa.large_string()), pa.nulls(1, pa.large_string())])
-                for d, _, _ in parts
-            ]
             codes = [idx if valid is None else np.where(valid, idx, len(d)) for d, idx, valid in parts]
-            if len(names) == 1:
-                code, rows = codes[0], [np.arange(sizes[0])]
-            else:
-                combined = codes[0]
-                for size, c in zip(sizes[1:], codes[1:]):
-                    combined = combined * size + c
+            dictionaries = [d for d, _, _ in parts]
+            combined = codes[0]
+            for size, c in zip(sizes[1:], codes[1:]):
+                combined = combined * size + c
+            cached = self._tables.get(names)
+            if cached is not None and all(
+                a is b or a.equals(b) for a, b in zip(cached[0], dictionaries)
+            ):
+                # The same dictionaries as an earlier batch (Parquet repeats a
+                # column chunk's dictionary in each of its batches): same bits.
+                out |= cached[1][combined]
+                done.update(ks)
+                continue
+            everything = len(names) == 1 or (
+                all(pa.types.is_dictionary(c.type) for c in cols)  # type: ignore[union-attr]
+                and math.prod(sizes) <= 4 * batch.num_rows
+            )
+            if everything:  # every combination: the table serves later batches too
+                code, present = combined, np.arange(math.prod(sizes))
+            else:  # only the combinations present in this batch
                 present = np.flatnonzero(np.bincount(combined, minlength=math.prod(sizes)))
                 lut = np.zeros(math.prod(sizes), dtype=np.intp)
                 lut[present] = np.arange(len(present))
                 code = lut[combined]
-                rows, rest = [], present
-                for size in sizes[::-1]:
-                    rows.append(rest % size)
-                    rest = rest // size
-                rows.reverse()
+            rows, rest = [], present
+            for size in sizes[::-1]:
+                rows.append(rest % size)
+                rest = rest // size
+            rows.reverse()
             # Dictionary columns over the values: the predicates compare each
             # distinct value once, as they do on a dictionary-encoded batch.
             mini = [
-                pa.DictionaryArray.from_arrays(pa.array(r, pa.int32()), v)
-                for r, v in zip(rows, values)
+                pa.DictionaryArray.from_arrays(
+                    pa.array(r, pa.int32()),
+                    pa.concat_arrays([d.cast(pa.large_string()), pa.nulls(1, pa.large_string())]),
+                )
+                for r, d in zip(rows, dictionaries)
             ]
             ctx = _Ctx(pa.record_batch(mini, names=list(names)), self._slots)
-            table = np.zeros(len(rows[0]), np.uint64)
+            table = np.zeros(len(present), np.uint64)
             for k in ks:
                 table |= self._roots[k].get(ctx).astype(np.uint64) << self._shifts[k]
+            if everything:
+                self._tables[names] = (dictionaries, table)
             out |= table[code]
             done.update(ks)
         return done

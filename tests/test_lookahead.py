@@ -56,9 +56,14 @@ def compare(case: tuple[ast.Query, list[dict[str, Any]], list[int]], data: st.Da
         rows.insert(at, {"type": "Z", "v": 0, "w": 0, "s": "x", "k": 0, "__t": t})
     cuts = sorted({0, len(rows), *data.draw(st.lists(st.integers(1, max(1, len(rows))), max_size=4))})
     text = to_ceql(query)
-    fast, fast_steps = outputs(text, rows, cuts, lookahead=True)
-    plain, plain_steps = outputs(text, rows, cuts, lookahead=False)
-    assert fast_steps <= plain_steps
+    fast, _ = outputs(text, rows, cuts, lookahead=True)
+    plain, _ = outputs(text, rows, cuts, lookahead=False)
+    # The number of events stepped is not compared: a skipped event may be one
+    # that would have ended a run (a gap in `:`), so the run lives on and makes
+    # later events worth stepping.  Such a run can never output (it started at
+    # or before the skipped event, which has no final-capable event within the
+    # window after it), so the complex events are the same, as checked below.
+    # (Hypothesis found `(B : A : B)+ WITHIN 7 EVENTS` stepping 3 events instead of 2.)
     assert [end for _, end, _ in fast] == sorted(end for _, end, _ in fast)
     if query.limit is None:
         assert [e for _, e, _ in fast] == [e for _, e, _ in plain]

@@ -479,8 +479,6 @@ def condition_cases(draw: st.DrawFn, max_size: int = 14) -> tuple[ast.Query, lis
         bound = sorted(variables_of(where))
         chosen = draw(st.lists(st.sampled_from(bound), min_size=1, max_size=2, unique=True))
         items = tuple(ast.SelectItem(v) for v in chosen)
-    if template.select.strategy in ("NEXT", "LAST", "MAX"):
-        items = None
     q = ast.Query(
         ast.Select(template.select.strategy, items), ("S",), where, template.partition_by,
         template.within, template.consume, template.limit,

@@ -38,7 +38,6 @@ from kleene.language.variables import (
 
 __all__ = ["bound_variables", "check", "compile_like"]
 
-_SELECTING_STRATEGIES = ("NEXT", "LAST", "MAX")
 """Strategies that compare whole matches: evaluated on SELECT * only, for now."""
 _LIMIT_RE = re.compile(r"\blimit\s+(-?\s*\d)", re.IGNORECASE)
 
@@ -345,19 +344,6 @@ class _Checker:
                     "without conditions inside)",
                     span.line, span.column, self.source,
                 )
-        strategy = q.select.strategy
-        if (
-            strategy in _SELECTING_STRATEGIES
-            and q.select.items is not None
-            and has_conditions(q.where)
-        ):
-            span = q.select.span if q.select.span != NO_SPAN else q.span
-            raise UnsupportedError(
-                f"selection strategy {strategy} with a projection is not supported yet together "
-                "with conditions between events; use SELECT * (STRICT, ALL and ANY take "
-                "projections)",
-                span.line, span.column, self.source,
-            )
 
 
 def check(query: ast.Query, source: str, schema: Schema | None) -> None:

@@ -92,6 +92,9 @@ class RTransition:
     clears: tuple[int, ...]
     writes: tuple[int, ...]
     target: int
+    hidden: bool = False
+    """Part of the match the selection strategy compares, but not of its projection
+    (only in an SRT compiled with ``strategy_first``: the event binds no SELECT variable)."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,9 @@ class SRT:
     """Stream bits, after the predicates' (as in :class:`kleene.automata.compile.Atoms`)."""
     variable_registers: dict[str, int]
     """The register of each variable a condition reads as ``var.attr``."""
+    strategy_first: bool = False
+    """Compiled for NEXT/LAST/MAX with a projection: every event of a match is marked (the
+    strategy compares whole matches) and ``hidden`` says which ones the projection drops."""
 
     @property
     def relevant_masks(self) -> tuple[int, ...]:
@@ -192,8 +198,11 @@ class _Builder:
         projection: frozenset[str] | None,
         streams: list[str] | None = None,
         stream_base: int = 0,
+        strategy_first: bool = False,
     ) -> None:
         self.projection = projection
+        self.strategy_first = strategy_first
+        """Mark every event of a match; ``hidden`` flags those outside the projection."""
         self.streams = streams or []
         """Stream bits (``S>E`` with a stream column), numbered after the predicates."""
         self.stream_base = stream_base
@@ -418,13 +427,15 @@ class _Builder:
                     if t.target not in number:
                         number[t.target] = len(order)
                         order.append(t.target)
-                    marked = bool(t.variables) and (
+                    projected = bool(t.variables) and (
                         self.projection is None or bool(t.variables & self.projection)
                     )
+                    marked = bool(t.variables) if self.strategy_first else projected
                     new = RTransition(
                         number[q], t.mask, t.neg, tuple(t.guards), tuple(t.conditions),
                         frozenset(t.variables), marked,
                         tuple(sorted(clears)), tuple(sorted(t.writes)), number[t.target],
+                        marked and not projected,
                     )
                     key = (id(t), new.clears)
                     if key in seen:
@@ -455,6 +466,7 @@ class _Builder:
             register_names=tuple(self.registers),
             streams=tuple(self.streams),
             variable_registers=dict(self.var_register),
+            strategy_first=self.strategy_first,
         )
 
 
@@ -535,13 +547,20 @@ def _collect_streams(p: ast.Pattern, out: list[str]) -> None:
 
 
 def compile_srt(
-    pattern: ast.Pattern, projection: frozenset[str] | None, *, with_streams: bool = False
+    pattern: ast.Pattern,
+    projection: frozenset[str] | None,
+    *,
+    with_streams: bool = False,
+    strategy_first: bool = False,
 ) -> SRT:
     """The ε-free SRT of a CEQL pattern (see the module docstring).
 
     ``with_streams``: the input says which stream each event comes from, so
     ``S>E`` also tests a stream bit (numbered after the predicates, whose
-    number a first pass finds).
+    number a first pass finds).  ``strategy_first`` (NEXT, LAST or MAX with a
+    projection): the strategy compares whole matches, so every event of a
+    match is marked, and the transitions whose events the projection drops
+    are ``hidden`` (the runtime projects the chosen matches).
     """
     expanded = without_empty(pattern)
     streams: list[str] = []
@@ -553,7 +572,7 @@ def compile_srt(
         _collect_types(pattern, counting.event_types)
         counting.build(expanded)
         base = len(counting.event_types) + len(counting.preds)
-    builder = _Builder(projection, streams, base)
+    builder = _Builder(projection, streams, base, strategy_first)
     _collect_types(pattern, builder.event_types)  # type bits first, as in Atoms
     return builder.finish(builder.build(expanded))
 

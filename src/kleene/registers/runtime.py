@@ -81,6 +81,31 @@ def select(strategy: str, matches: list[tuple[int, tuple[int, ...]]]) -> list[tu
     return [best]
 
 
+def project_chosen(
+    strategy: str, found: list[tuple[int, tuple[int, ...]]]
+) -> list[tuple[int, tuple[int, ...]]]:
+    """NEXT, LAST or MAX with a projection: choose whole matches, then project them.
+
+    In an SRT compiled with ``strategy_first`` every event of a match is
+    marked, a ``hidden`` one as ``~position``: ``found`` holds, per accepting
+    run, the whole match and which of its events the projection keeps.  The
+    strategy chooses among the whole matches (docs/cel-semantics.md, "Order
+    of the clauses"); every run whose whole match was chosen gives its
+    projection (runs of one match may bind its events to different
+    variables, e.g. the two sides of an OR), each complex event once.
+    """
+    whole: dict[tuple[int, tuple[int, ...]], list[tuple[int, ...]]] = {}
+    for start, marked in found:
+        full = tuple(p if p >= 0 else ~p for p in marked)
+        whole.setdefault((start, full), []).append(tuple(p for p in marked if p >= 0))
+    chosen = select(strategy, list(whole))
+    out: dict[tuple[int, tuple[int, ...]], None] = {}
+    for start, full in chosen:
+        for kept in sorted(whole[(start, full)]):
+            out[(start, kept)] = None
+    return list(out)
+
+
 class RegisterEngine:
     """The evaluation state of one query with conditions between events (all partitions)."""
 
@@ -228,7 +253,7 @@ class RegisterEngine:
                         written[r] = event
                     regs = tuple(written)
             if t.marked:
-                marked = (*marked, pos)
+                marked = (*marked, ~pos if t.hidden else pos)
             if not dead[t.target]:
                 new[(t.target, regs, start, stime, marked)] = None
             if t.target in finals:
@@ -261,7 +286,9 @@ class RegisterEngine:
         self, found: list[tuple[int, tuple[int, ...]]], end: int, key: Hashable, out: list[Found]
     ) -> None:
         unique = list(dict.fromkeys(found))
-        if self.strategy in ("NEXT", "LAST", "MAX"):
+        if self.srt.strategy_first:
+            unique = project_chosen(self.strategy, unique)
+        elif self.strategy in ("NEXT", "LAST", "MAX"):
             unique = select(self.strategy, unique)
         unique = unique[: self.limit]
         for start, marked in unique:

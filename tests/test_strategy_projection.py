@@ -7,7 +7,9 @@ strategy to full matches, then projects (docs/cel-semantics.md).
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -133,3 +135,15 @@ def test_register_engine_projects_every_valuation_of_the_chosen_match() -> None:
     assert compiled.engine == "registers"
     got = sorted((m.start, m.end, m.positions) for m in compiled.matches(pa.Table.from_pylist(rows)))
     assert got == [(0, 3, (1,)), (0, 3, (2,))]
+
+
+def test_register_engine_strategy_with_projection_from_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kleene.cli import main
+
+    data = tmp_path / "stocks.csv"
+    data.write_text("type,price\n" + "".join(f"{r['type']},{r['price']}\n" for r in STOCKS))
+    assert main(["run", f"SELECT MAX b {ISSUE}", "--input", str(data)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [(json.loads(x)["start"], json.loads(x)["positions"]) for x in lines] == [(0, [1, 2])]

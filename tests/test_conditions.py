@@ -15,7 +15,7 @@ from kleene.language.errors import QueryError
 from kleene.language.parser import parse_query
 from kleene.language.printer import to_ceql
 from kleene.reference.oracle import evaluate
-from strategies import condition_cases, pair_cases
+from strategies import condition_cases, conjunction_cases, pair_cases
 from test_engine_vs_oracle import check_against_oracle, compile_case, rows_of
 
 
@@ -89,6 +89,15 @@ def test_case_on_engine(case: CondCase) -> None:
 @given(condition_cases())
 def test_register_engine_equals_oracle(case: tuple[ast.Query, list[dict], list[int]]) -> None:
     """Random queries with conditions between events: the register engine against the oracle."""
+    query, events, times = case
+    assert compile_case(query).engine == "registers"
+    check_against_oracle(case)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
+@given(conjunction_cases())
+def test_register_engine_and_all_equal_oracle(case: tuple[ast.Query, list[dict], list[int]]) -> None:
+    """AND and ALL with conditions between events (inside a side, or around the conjunction)."""
     query, events, times = case
     assert compile_case(query).engine == "registers"
     check_against_oracle(case)

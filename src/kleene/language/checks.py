@@ -340,8 +340,8 @@ class _Checker:
                 raise UnsupportedError(
                     f"{type(other).__name__.upper().replace('NOTEVENT', 'NOT')} is not "
                     "supported yet together with conditions between events "
-                    "(the register engine evaluates ;, :, OR, +, :+, *, AS, FILTER and NOT(...) "
-                    "without conditions inside)",
+                    "(the register engine evaluates ;, :, OR, +, :+, *, AS, FILTER, AND, ALL "
+                    "and NOT(...) without conditions inside)",
                     span.line, span.column, self.source,
                 )
 

@@ -150,8 +150,9 @@ def without_empty(p: ast.Pattern) -> ast.Pattern:
         return ast.Iter(without_empty(p.pattern), False, p.span)
     if isinstance(p, ast.Iter | ast.As | ast.Filter):
         return dataclasses.replace(p, pattern=without_empty(p.pattern))
-    if isinstance(p, ast.Or):
-        return ast.Or(without_empty(p.left), without_empty(p.right), p.span)
+    if isinstance(p, ast.Or | ast.And | ast.All):
+        # AND and ALL take a nullable side's non-empty matches only (docs/cel-semantics.md).
+        return dataclasses.replace(p, left=without_empty(p.left), right=without_empty(p.right))
     if isinstance(p, ast.Seq):
         left, right = without_empty(p.left), without_empty(p.right)
         out: ast.Pattern = ast.Seq(left, right, p.contiguous, p.span)
@@ -183,6 +184,9 @@ class _Cons:
     guards: list[Guard] = field(default_factory=list)
     conditions: list[Condition] = field(default_factory=list)
     writes: set[int] = field(default_factory=set)
+    parts: tuple[_Cons, ...] = ()
+    """For a transition of an AND/ALL product: the sides' transitions it fires together (their
+    guards are its guards too, added once the registers are numbered)."""
 
 
 @dataclass(frozen=True)
@@ -214,6 +218,11 @@ class _Builder:
         self.pred_keys: list[object] = []
         self.registers: list[str] = []
         self.var_register: dict[str, int] = {}
+        """Per variable a condition reads (``a`` at the top, ``a@k`` inside the k-th side of an
+        AND/ALL): its register."""
+        self.scope = ""
+        """The AND/ALL sides the builder is inside (``""``: none; ``"@1"``, ``"@1.2"``, ...)."""
+        self.sides = 0
         self.attributes: list[str] = []
         # Guards are compiled once the register numbering is final.
         self.pending: list[tuple[_Cons, ast.Pred, str, dict[tuple[str, bool], int], int | None]] = []
@@ -299,8 +308,17 @@ class _Builder:
                 if ref.prev:
                     assert prev_reg is not None
                     slots[(x, True)] = prev_reg
-                elif ref.var not in self.var_register:
-                    self.var_register[ref.var] = self.register(ref.var)
+                elif (ref.var, False) not in slots:
+                    # The checker made sure `a` is bound to one event of every match of this
+                    # FILTER's pattern, before x: its transitions here write the register.
+                    # Registers are per AND/ALL side, where the other side may bind `a` too.
+                    name = ref.var + self.scope
+                    if name not in self.var_register:
+                        self.var_register[name] = self.register(name)
+                    slots[(ref.var, False)] = self.var_register[name]
+                    for t in frag.cons:
+                        if ref.var in t.variables:
+                            t.writes.add(self.var_register[name])
             for e in _attrs_of(c):
                 self.attribute(e)
         for c in nary:
@@ -353,6 +371,109 @@ class _Builder:
         self.edge(g, b.start)
         return _Frag(a.start, b.final, a.cons + b.cons)
 
+    def _And(self, p: ast.And) -> _Frag:  # noqa: N802
+        return self._product(p.left, p.right, interleave=False)
+
+    def _All(self, p: ast.All) -> _Frag:  # noqa: N802
+        return self._product(p.left, p.right, interleave=True)
+
+    def _side(self, p: ast.Pattern) -> _Frag:
+        """Build one side of an AND/ALL with registers of its own (a scope)."""
+        outer = self.scope
+        self.sides += 1
+        self.scope = f"{outer}.{self.sides}" if outer else f"@{self.sides}"
+        try:
+            return self.build(p)
+        finally:
+            self.scope = outer
+
+    def _product(self, left: ast.Pattern, right: ast.Pattern, *, interleave: bool) -> _Frag:
+        """``φ1 AND φ2`` (``interleave`` False) or ``φ1 ALL φ2``: a product of the two fragments.
+
+        As in :mod:`kleene.automata.compile`, on the ε-NFAs of the two sides
+        (their ε-edges, with their register clears, move one side at a time).
+        A labelled transition of the product fires labelled transitions of
+        both sides together (the event satisfies both: masks and guards
+        conjoined, variables and register writes united), or, for ALL, of one
+        side while the other *stays*: before its match (at its start state,
+        which no edge enters), after it (at its final state, which no edge
+        leaves) or at a gap (its TRUE self-loop).  An event no side takes is
+        skipped when both sides can stay; for AND only at gaps of both (the
+        two matches have the same events), for ALL also before or after one
+        side's match, but not before both (the match starts with an event of
+        one side: skipping before it is the enclosing pattern's business) nor
+        after both (the product is final).  A condition inside a side reads
+        that side's registers; the checker allows a condition above the
+        product only on variables of one side.
+        """
+        a, b = self._side(left), self._side(right)
+        eps_out: dict[int, list[tuple[frozenset[int], int]]] = {}
+        for x, clears, y in self.eps:
+            eps_out.setdefault(x, []).append((clears, y))
+        labelled: dict[int, list[_Cons]] = {}
+        loops: set[int] = set()
+        for t in self.cons:
+            if t.variables:
+                labelled.setdefault(t.source, []).append(t)
+            else:
+                assert t.source == t.target, "unlabelled transitions are TRUE self-loops"
+                loops.add(t.source)
+        ids: dict[tuple[int, int], int] = {}
+        todo: list[tuple[int, int]] = []
+
+        def pair(x: int, y: int) -> int:
+            if (x, y) not in ids:
+                ids[(x, y)] = self.state()
+                todo.append((x, y))
+            return ids[(x, y)]
+
+        out: list[_Cons] = []
+
+        def add(source: int, parts: tuple[_Cons, ...], target: int) -> None:
+            mask = neg = 0
+            variables: set[str] = set()
+            writes: set[int] = set()
+            for t in parts:
+                mask, neg = mask | t.mask, neg | t.neg
+                variables |= t.variables
+                writes |= t.writes
+            if mask & neg:
+                return  # the event would need a bit and its absence
+            t = _Cons(source, mask, variables, target, neg, writes=writes, parts=parts)
+            self.cons.append(t)
+            out.append(t)
+
+        start = pair(a.start, b.start)
+        while todo:
+            x, y = todo.pop()
+            source = ids[(x, y)]
+            for clears, x2 in eps_out.get(x, ()):
+                self.edge(source, pair(x2, y), clears)
+            for clears, y2 in eps_out.get(y, ()):
+                self.edge(source, pair(x, y2), clears)
+            for ta in labelled.get(x, ()):
+                for tb in labelled.get(y, ()):
+                    add(source, (ta, tb), pair(ta.target, tb.target))
+            if interleave:
+                begun = (x, y) != (a.start, b.start)
+                stay_a = x in loops or x == a.start or x == a.final
+                stay_b = y in loops or y == b.start or y == b.final
+                if stay_b:
+                    for ta in labelled.get(x, ()):
+                        add(source, (ta,), pair(ta.target, y))
+                if stay_a:
+                    for tb in labelled.get(y, ()):
+                        add(source, (tb,), pair(x, tb.target))
+                skip_a = x in loops or (x == a.start and begun) or (x == a.final and y != b.final)
+                skip_b = y in loops or (y == b.start and begun) or (y == b.final and x != a.final)
+            else:
+                skip_a, skip_b = x in loops, y in loops
+            if skip_a and skip_b:
+                loop = _Cons(source, 0, set(), source)
+                self.cons.append(loop)
+        return _Frag(start, ids[(a.final, b.final)] if (a.final, b.final) in ids else self.state(),
+                     tuple(out))
+
     def _Iter(self, p: ast.Iter) -> _Frag:  # noqa: N802
         body = self.build(p.pattern)
         s, f = self.state(), self.state()
@@ -369,16 +490,16 @@ class _Builder:
     # ------------------------------------------------------------ finishing
     def finish(self, frag: _Frag) -> SRT:
         attr_index = {a: k for k, a in enumerate(self.attributes)}
-        for t in self.cons:
-            t.writes |= {self.var_register[v] for v in t.variables if v in self.var_register}
         for t, pred, x, slots, vacuous in self.pending:
-            full = dict(slots)
-            full.update({(v, False): r for v, r in self.var_register.items()})
-            guard = compile_guard(pred, x, full, attr_index)
+            guard = compile_guard(pred, x, slots, attr_index)
             if vacuous is not None:
                 guard = _unless_empty(guard, vacuous)
             t.guards.append(guard)
             t.conditions.append(Condition(pred, x, vacuous is not None))
+        for t in self.cons:  # creation order: a product's parts come before it
+            if t.parts:
+                t.guards[:0] = [g for part in t.parts for g in part.guards]
+                t.conditions[:0] = [c for part in t.parts for c in part.conditions]
         return self.eliminate(frag)
 
     def eliminate(self, frag: _Frag) -> SRT:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import kleene
 from condition_cases import CASES, REJECTED, S2, CondCase
@@ -141,6 +142,42 @@ def test_cli_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert got == {(0, 3), (0, 4), (1, 3), (1, 4)}
 
 
+def test_cli_and_api_run_all_and_and_with_conditions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from kleene.cli import main
+
+    rows = [
+        {"type": "SELL", "price": 10, "volume": 0},
+        {"type": "NEWS", "price": 0, "volume": 0},
+        {"type": "BUY", "price": 9, "volume": 200},
+        {"type": "BUY", "price": 11, "volume": 300},
+    ]
+    data = tmp_path / "stocks.csv"
+    data.write_text(
+        "type,price,volume\n" + "".join(f"{r['type']},{r['price']},{r['volume']}\n" for r in rows)
+    )
+    queries = {
+        # The NEWS anywhere around a SELL followed by a cheaper BUY.
+        "SELECT * FROM S WHERE (SELL as s ; BUY as b FILTER b[price < s.price]) ALL NEWS": [
+            (0, 2, [0, 1, 2])
+        ],
+        # The same two events seen by both sides; the volume condition on the right side.
+        "SELECT MAX b FROM S WHERE (SELL as s ; BUY as b FILTER b[price < s.price]) AND "
+        "(SELL ; BUY as v FILTER v[volume > 100])": [(0, 2, [2])],
+    }
+    for text, expected in queries.items():
+        assert main(["run", text, "--input", str(data)]) == 0
+        out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert [(o["start"], o["end"], o["positions"]) for o in out] == expected
+        compiled = kleene.compile(text)
+        assert compiled.engine == "registers"
+        got = [(m.start, m.end, list(m.positions)) for m in compiled.matches(pa.Table.from_pylist(rows))]
+        assert got == expected
+
+
 def test_only_relevant_events_are_visited() -> None:
     """The unary parts are a vectorized prefilter: other events never reach the runs."""
     q = kleene.compile(
@@ -167,7 +204,7 @@ def test_partitions_consume_and_limit() -> None:
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
-@given(condition_cases())
+@given(st.one_of(condition_cases(), conjunction_cases()))
 def test_push_and_batches_agree(case: tuple[ast.Query, list[dict], list[int]]) -> None:
     """push(event), push_batch(...) in uneven slices and run(table) give the same output."""
     query, events, times = case

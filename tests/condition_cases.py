@@ -288,6 +288,29 @@ CASES: tuple[CondCase, ...] = (
         frozenset({ce(0, 2, 3)}),
         "derived: s is bound before the ALL; only the BUY at 3 is cheaper",
     ),
+    CondCase(
+        "unless_with_condition_on_the_left",
+        "SELECT * WHERE (SELL as s ; BUY as b FILTER b[price < s.price]) UNLESS NEWS",
+        stock(("SELL", 1, 10, 0), ("BUY", 1, 9, 0), ("NEWS", 1, 0, 0), ("BUY", 1, 8, 0)),
+        frozenset({ce(0, 1)}),
+        "derived: left {0,1} and {0,3}; the NEWS at 2 lies inside [0,3]",
+    ),
+    CondCase(
+        "unless_with_condition_on_the_right",
+        "SELECT * WHERE (SELL as s ; BUY as b FILTER b[price < s.price]) UNLESS "
+        "(BUY as x ; BUY as y FILTER y[price > x.price])",
+        stock(("SELL", 1, 10, 0), ("BUY", 1, 5, 0), ("BUY", 1, 7, 0), ("BUY", 1, 6, 0)),
+        frozenset({ce(0, 1)}),
+        "derived: left {0,1}, {0,2}, {0,3}; the rise {1,2} (5 -> 7) lies inside [0,2] and "
+        "[0,3]; {1,3} too; nothing fits in [0,1]",
+    ),
+    CondCase(
+        "unless_bounds_are_inclusive",
+        "SELECT * WHERE (A as a ; B as b FILTER b[v > a.v]) UNLESS B",
+        typed("A B", v=[1, 2]),
+        frozenset(),
+        "derived: the B at 1 is itself a match of the right side inside [0,1] (spec §11 #6)",
+    ),
     # ---------------------------------------------------------------- RMA §10
     CondCase(
         "rma_1_no_filter", "SELECT * WHERE T as x ; H as y", S1,

@@ -452,24 +452,26 @@ CONDITION_KINDS = (
 def condition_patterns(draw: st.DrawFn, depth: int = 3, conjunctions: bool = False) -> ast.Pattern:
     """Random patterns of the register engine's language, with conditions between events.
 
-    ``conjunctions``: AND and ALL too (not by default, so that the cases
+    ``conjunctions``: AND, ALL and UNLESS too (not by default, so that the cases
     drawn before they were supported stay the same).
     """
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         if draw(st.integers(0, 7)) == 0:
             return draw(not_events())
         return ast.EventType(draw(st.sampled_from(TYPES)))
-    kinds = CONDITION_KINDS + (("and", "all") if conjunctions else ())
+    kinds = CONDITION_KINDS + (("and", "all", "unless") if conjunctions else ())
     kind = draw(st.sampled_from(kinds))
     if kind == "and":
         left = draw(condition_patterns(depth - 1, conjunctions))
         right = draw(st.one_of(st.just(left), _refiltered(left), condition_patterns(depth - 1, conjunctions)))
         return ast.And(left, right)
-    if kind in ("seq", "contig", "or", "all"):
+    if kind in ("seq", "contig", "or", "all", "unless"):
         left = draw(condition_patterns(depth - 1, conjunctions))
         right = draw(condition_patterns(depth - 1, conjunctions))
         if kind == "all":
             return ast.All(left, right)
+        if kind == "unless":
+            return ast.Unless(left, right)
         return ast.Or(left, right) if kind == "or" else ast.Seq(left, right, kind == "contig")
     inner = draw(condition_patterns(depth - 1, conjunctions))
     if kind == "as" or (kind == "filter" and not variables_of(inner)):
@@ -496,7 +498,7 @@ def condition_cases(draw: st.DrawFn, max_size: int = 14) -> tuple[ast.Query, lis
 
 @st.composite
 def conjunction_cases(draw: st.DrawFn, max_size: int = 12) -> tuple[ast.Query, list[Event], list[int]]:
-    """Like :func:`condition_cases`, with an AND or ALL (and conditions inside or around it).
+    """Like :func:`condition_cases`, with an AND, ALL or UNLESS (conditions inside or around it).
 
     As in :func:`patterns`, the right side of an AND is often the left side
     again (maybe filtered once more), else two random patterns rarely share a
@@ -504,11 +506,14 @@ def conjunction_cases(draw: st.DrawFn, max_size: int = 12) -> tuple[ast.Query, l
     pattern the condition then relates it to.
     """
     left = draw(condition_patterns(2, conjunctions=True))
-    if draw(st.booleans()):
+    kind = draw(st.sampled_from(("and", "all", "unless")))
+    if kind == "and":
         right = draw(st.one_of(st.just(left), _refiltered(left), condition_patterns(2, conjunctions=True)))
         core: ast.Pattern = ast.And(left, right)
-    else:
+    elif kind == "all":
         core = ast.All(left, draw(condition_patterns(2, conjunctions=True)))
+    else:
+        core = ast.Unless(left, draw(condition_patterns(2, conjunctions=True)))
     shape = draw(st.sampled_from(("alone", "filter", "before", "after")))
     if shape == "before":
         core = ast.Seq(draw(condition_patterns(1)), core, draw(st.integers(0, 3)) == 0)
@@ -526,8 +531,10 @@ def _condition_query(
     """A query around ``where`` (every strategy, projections too) and a stream sized for the oracle."""
     template = draw(queries(1, full_cel=frozenset({"STRICT", "NEXT", "LAST", "MAX"})))
     items = template.select.items
-    if items:  # project on variables of this pattern
-        bound = sorted(variables_of(where))
+    bound = sorted(variables_of(where))
+    if items and not bound:  # e.g. NOT(...) UNLESS ...: nothing to project on
+        items = ()
+    elif items:  # project on variables of this pattern
         chosen = draw(st.lists(st.sampled_from(bound), min_size=1, max_size=2, unique=True))
         items = tuple(ast.SelectItem(v) for v in chosen)
     q = ast.Query(

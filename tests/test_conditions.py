@@ -97,8 +97,10 @@ def test_register_engine_equals_oracle(case: tuple[ast.Query, list[dict], list[i
 
 @settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
 @given(conjunction_cases())
-def test_register_engine_and_all_equal_oracle(case: tuple[ast.Query, list[dict], list[int]]) -> None:
-    """AND and ALL with conditions between events (inside a side, or around the conjunction)."""
+def test_register_engine_and_all_unless_equal_oracle(
+    case: tuple[ast.Query, list[dict], list[int]],
+) -> None:
+    """AND, ALL and UNLESS with conditions between events (inside a side, or around them)."""
     query, events, times = case
     assert compile_case(query).engine == "registers"
     check_against_oracle(case)
@@ -142,7 +144,7 @@ def test_cli_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert got == {(0, 3), (0, 4), (1, 3), (1, 4)}
 
 
-def test_cli_and_api_run_all_and_and_with_conditions(
+def test_cli_and_api_run_all_and_unless_with_conditions(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import json
@@ -167,6 +169,10 @@ def test_cli_and_api_run_all_and_and_with_conditions(
         # The same two events seen by both sides; the volume condition on the right side.
         "SELECT MAX b FROM S WHERE (SELL as s ; BUY as b FILTER b[price < s.price]) AND "
         "(SELL ; BUY as v FILTER v[volume > 100])": [(0, 2, [2])],
+        # Unless a NEWS comes in between: the BUY at 3 is too expensive anyway.
+        "SELECT * FROM S WHERE (SELL as s ; BUY as b FILTER b[price > s.price]) UNLESS NEWS": [],
+        "SELECT * FROM S WHERE (SELL as s ; BUY as b FILTER b[price < s.price]) UNLESS "
+        "(BUY as x FILTER x[volume > 250])": [(0, 2, [0, 2])],
     }
     for text, expected in queries.items():
         assert main(["run", text, "--input", str(data)]) == 0

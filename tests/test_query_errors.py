@@ -230,9 +230,9 @@ def test_valid_predicates_pass() -> None:
     ("text", "needle", "message"),
     [
         (
-            "SELECT * FROM S WHERE (A AS a ; B AS b FILTER b[x > a.x]) UNLESS C",
-            "(A AS a",
-            "UNLESS is not supported yet together with conditions between events",
+            "SELECT * FROM S WHERE A AS a ; NOT(B AS b FILTER b[x > prev(b).x]) ; C",
+            "NOT(",
+            "NOT is not supported yet together with conditions between events",
         ),
     ],
 )

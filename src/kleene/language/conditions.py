@@ -103,6 +103,8 @@ def binding_count(p: ast.Pattern, var: str) -> int | None:
         return binding_count(p.pattern, var)
     if isinstance(p, ast.Filter):
         return binding_count(p.pattern, var)
+    if isinstance(p, ast.Unless):
+        return binding_count(p.left, var)  # the right side binds nothing outside
     if isinstance(p, ast.Iter | ast.Star):
         inner = binding_count(p.pattern, var)
         if inner == 0:
@@ -139,13 +141,15 @@ def precedes(p: ast.Pattern, first: str, then: str) -> bool:
         if first in bound_variables(p.left):
             return then not in bound_variables(p.left) or precedes(p.left, first, then)
         return then not in bound_variables(p.left) and precedes(p.right, first, then)
+    if isinstance(p, ast.Unless):
+        return precedes(p.left, first, then)
     if isinstance(p, ast.And | ast.All):
         # The sides' events interleave: only an order inside one side is known.
         for side, other in ((p.left, p.right), (p.right, p.left)):
             if {first, then} <= bound_variables(side):
                 return not {first, then} & bound_variables(other) and precedes(side, first, then)
         return False
-    return False  # iterations repeat `first`; UNLESS is not evaluated with conditions
+    return False  # iterations repeat `first`
 
 
 def problem(filtered: ast.Pattern, atom: ast.FilterAtom, ref: ast.VarAttr) -> str | None:
@@ -216,6 +220,8 @@ def across_conjunction(p: ast.Pattern, a: str, x: str) -> ast.And | ast.All | No
         return None
     if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
         return across_conjunction(p.pattern, a, x)
+    if isinstance(p, ast.Unless):
+        return across_conjunction(p.left, a, x)
     return across_conjunction(p.left, a, x) or across_conjunction(p.right, a, x)
 
 
@@ -251,9 +257,7 @@ def _plain_filter(cond: ast.FilterExpr) -> ast.FilterExpr:
 
 
 def unsupported_with_conditions(p: ast.Pattern) -> ast.Pattern | None:
-    """The first operator the register engine does not evaluate (UNLESS; NOT of a condition)."""
-    if isinstance(p, ast.Unless):
-        return p
+    """The first operator the register engine does not evaluate (NOT of a condition)."""
     if isinstance(p, ast.NotEvent):
         return p if has_conditions(p.pattern) else None
     if isinstance(p, ast.EventType):

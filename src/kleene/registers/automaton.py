@@ -95,6 +95,13 @@ class RTransition:
     hidden: bool = False
     """Part of the match the selection strategy compares, but not of its projection
     (only in an SRT compiled with ``strategy_first``: the event binds no SELECT variable)."""
+    sets: tuple[int, ...] = ()
+    """Position registers set to the event's position (entering ``φ1`` of ``φ1 UNLESS φ2``),
+    after ``clears`` and before the guards."""
+    checks: tuple[tuple[int, int], ...] = ()
+    """``(register, monitor)``: the event ends ``φ1`` of an UNLESS, whose start position is in
+    the register; the transition fires only if no match of the monitor's ``φ2`` that ended
+    at or before this event started at or after it (evaluated after the guards)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +133,9 @@ class SRT:
     strategy_first: bool = False
     """Compiled for NEXT/LAST/MAX with a projection: every event of a match is marked (the
     strategy compares whole matches) and ``hidden`` says which ones the projection drops."""
+    monitors: tuple[SRT, ...] = ()
+    """The SRTs of the right sides of UNLESS (monitor ``k`` is the ``k``-th), run on their own
+    next to the query's runs; their transitions' ``checks`` refer to this list too."""
 
     @property
     def relevant_masks(self) -> tuple[int, ...]:
@@ -150,8 +160,8 @@ def without_empty(p: ast.Pattern) -> ast.Pattern:
         return ast.Iter(without_empty(p.pattern), False, p.span)
     if isinstance(p, ast.Iter | ast.As | ast.Filter):
         return dataclasses.replace(p, pattern=without_empty(p.pattern))
-    if isinstance(p, ast.Or | ast.And | ast.All):
-        # AND and ALL take a nullable side's non-empty matches only (docs/cel-semantics.md).
+    if isinstance(p, ast.Or | ast.And | ast.All | ast.Unless):
+        # AND, ALL and UNLESS take a nullable side's non-empty matches only (docs/cel-semantics.md).
         return dataclasses.replace(p, left=without_empty(p.left), right=without_empty(p.right))
     if isinstance(p, ast.Seq):
         left, right = without_empty(p.left), without_empty(p.right)
@@ -187,6 +197,8 @@ class _Cons:
     parts: tuple[_Cons, ...] = ()
     """For a transition of an AND/ALL product: the sides' transitions it fires together (their
     guards are its guards too, added once the registers are numbered)."""
+    checks: set[tuple[int, int]] = field(default_factory=set)
+    """UNLESS checks (see :class:`RTransition`)."""
 
 
 @dataclass(frozen=True)
@@ -224,6 +236,9 @@ class _Builder:
         """The AND/ALL sides the builder is inside (``""``: none; ``"@1"``, ``"@1.2"``, ...)."""
         self.sides = 0
         self.attributes: list[str] = []
+        self.monitors: list[_Frag] = []
+        """The right sides of UNLESS, built into the same ε-NFA (unreachable from the query's
+        start) and ε-eliminated on their own."""
         # Guards are compiled once the register numbering is final.
         self.pending: list[tuple[_Cons, ast.Pred, str, dict[tuple[str, bool], int], int | None]] = []
 
@@ -433,13 +448,17 @@ class _Builder:
             mask = neg = 0
             variables: set[str] = set()
             writes: set[int] = set()
+            checks: set[tuple[int, int]] = set()
             for t in parts:
                 mask, neg = mask | t.mask, neg | t.neg
                 variables |= t.variables
                 writes |= t.writes
+                checks |= t.checks
             if mask & neg:
                 return  # the event would need a bit and its absence
-            t = _Cons(source, mask, variables, target, neg, writes=writes, parts=parts)
+            t = _Cons(
+                source, mask, variables, target, neg, writes=writes, parts=parts, checks=checks
+            )
             self.cons.append(t)
             out.append(t)
 
@@ -474,6 +493,48 @@ class _Builder:
         return _Frag(start, ids[(a.final, b.final)] if (a.final, b.final) in ids else self.state(),
                      tuple(out))
 
+    def _Unless(self, p: ast.Unless) -> _Frag:  # noqa: N802
+        """``φ1 UNLESS φ2``: a match of φ1 with no match of φ2 inside its interval.
+
+        φ2 is evaluated on its own (its matches do not depend on φ1's), so it
+        becomes a *monitor*: an SRT of its own, run next to the query's runs
+        on every event of the partition, which records the latest start of
+        its matches ended so far.  φ1's fragment is entered through an ε-edge
+        that sets a position register to the first event's position (encoded
+        as ``~r`` among the edge's clears), and left only through copies of
+        its *ending* transitions (those after which φ1's final state is
+        ε-reachable), which carry the check "the monitor's latest start is
+        before the register": a φ2 match inside ``[start, now]`` would have
+        started at or after the start and ended by now.  The check runs on the
+        event that ends φ1's match, after the monitor has seen that event (a
+        φ2 match may end with it: the bounds are inclusive).
+        """
+        a = self.build(p.left)
+        self.monitors.append(self.build(p.right))
+        k = len(self.monitors) - 1
+        r = self.register(f"start of UNLESS #{k + 1}")
+        s, f = self.state(), self.state()
+        self.edge(s, a.start, frozenset({~r}))
+        eps_out: dict[int, list[int]] = {}
+        for x, _, y in self.eps:
+            eps_out.setdefault(x, []).append(y)
+        out = list(a.cons)
+        for c in a.cons:
+            if not _reaches(c.target, a.final, eps_out):
+                continue
+            x = self.state()
+            copy = _Cons(
+                c.source, c.mask, set(c.variables), x, c.neg, writes=set(c.writes),
+                parts=c.parts, checks=c.checks | {(r, k)},
+            )
+            self.cons.append(copy)
+            out.append(copy)
+            for entry in list(self.pending):  # c's guards so far (inside φ1)
+                if entry[0] is c:
+                    self.pending.append((copy, entry[1], entry[2], entry[3], entry[4]))
+            self.edge(x, f)
+        return _Frag(s, f, tuple(out))
+
     def _Iter(self, p: ast.Iter) -> _Frag:  # noqa: N802
         body = self.build(p.pattern)
         s, f = self.state(), self.state()
@@ -500,7 +561,11 @@ class _Builder:
             if t.parts:
                 t.guards[:0] = [g for part in t.parts for g in part.guards]
                 t.conditions[:0] = [c for part in t.parts for c in part.conditions]
-        return self.eliminate(frag)
+        srt = self.eliminate(frag)
+        if not self.monitors:
+            return srt
+        monitors = tuple(self.eliminate(m) for m in self.monitors)
+        return dataclasses.replace(srt, monitors=monitors)
 
     def eliminate(self, frag: _Frag) -> SRT:
         """Per-state ε-elimination, over reachable states, renumbered from 0."""
@@ -539,7 +604,7 @@ class _Builder:
             here: list[RTransition] = []
             skip: list[RTransition] = []
             loops = False
-            seen: set[tuple[int, tuple[int, ...]]] = set()
+            seen: set[tuple[int, frozenset[int]]] = set()
             for state, clears in sorted(close, key=lambda sc: (sc[0], sorted(sc[1]))):
                 for t in cons_out.get(state, ()):
                     if not t.variables and t.target == state and state == q and not clears:
@@ -555,10 +620,11 @@ class _Builder:
                     new = RTransition(
                         number[q], t.mask, t.neg, tuple(t.guards), tuple(t.conditions),
                         frozenset(t.variables), marked,
-                        tuple(sorted(clears)), tuple(sorted(t.writes)), number[t.target],
-                        marked and not projected,
+                        tuple(sorted(r for r in clears if r >= 0)), tuple(sorted(t.writes)),
+                        number[t.target], marked and not projected,
+                        tuple(sorted(~r for r in clears if r < 0)), tuple(sorted(t.checks)),
                     )
-                    key = (id(t), new.clears)
+                    key = (id(t), clears)
                     if key in seen:
                         continue
                     seen.add(key)
@@ -591,6 +657,20 @@ class _Builder:
         )
 
 
+def _reaches(start: int, goal: int, eps_out: dict[int, list[int]]) -> bool:
+    """Is ``goal`` ε-reachable from ``start``?"""
+    seen, todo = {start}, [start]
+    while todo:
+        q = todo.pop()
+        if q == goal:
+            return True
+        for n in eps_out.get(q, ()):
+            if n not in seen:
+                seen.add(n)
+                todo.append(n)
+    return False
+
+
 def _equivalent_to_gap(
     q: int,
     labelled: list[list[RTransition]],
@@ -615,7 +695,10 @@ def _equivalent_to_gap(
         return False
 
     def shape(ts: list[RTransition]) -> set[tuple[object, ...]]:
-        return {(t.mask, t.neg, t.guards, t.variables, t.clears, t.writes, t.target) for t in ts}
+        return {
+            (t.mask, t.neg, t.guards, t.variables, t.clears, t.writes, t.target, t.sets, t.checks)
+            for t in ts
+        }
 
     offered: set[tuple[object, ...]] = set()
     for g in targets:

@@ -40,6 +40,7 @@ state (TR §6); deduplication is what keeps iterations such as
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -127,7 +128,18 @@ class RegisterEngine:
         self.limit = limit if limit is not None else UNLIMITED
         self.strategy = strategy
         self.strict = strategy == "STRICT"
-        self.visit_all = self.strict or srt.contiguous
+        self.visit_all = self.strict or srt.contiguous or bool(srt.monitors)
+        self.latest: list[dict[Hashable, int]] = [{} for _ in srt.monitors]
+        """Per UNLESS monitor and partition: the latest start of its matches ended so far."""
+        self.monitors: list[RegisterEngine] = []
+        """The right sides of UNLESS, run on every event before the query's runs."""
+        for m in srt.monitors:
+            monitor = RegisterEngine(
+                dataclasses.replace(m, monitors=()), window=window, partitioned=partitioned,
+                consume="NONE", limit=None, strategy="ALL", type_column=type_column,
+            )
+            monitor.latest = self.latest  # stepped with _step, event by event
+            self.monitors.append(monitor)
         self.runs: dict[Hashable, dict[Run, None]] = {}
         self.tau: int | float = NO_BOUND
         self._sweep_at = SWEEP_STEPS
@@ -192,6 +204,11 @@ class RegisterEngine:
             tau = NO_BOUND if window is None else time - window
             self.tau = tau
             self.steps += 1
+            for k, monitor in enumerate(self.monitors):  # inner UNLESS first (lower k)
+                ended = monitor._step(key, positions[i], time, bit_list[i], columns, i, tau)
+                if ended:
+                    latest = self.latest[k]
+                    latest[key] = max(latest.get(key, -1), max(s for s, _ in ended))
             found = self._step(key, positions[i], time, bit_list[i], columns, i, tau)
             if found:
                 self._emit(found, positions[i], key, out)
@@ -205,6 +222,8 @@ class RegisterEngine:
         without this sweep, keys seen once would keep their runs forever.
         Amortized: the next sweep waits for as many steps as runs remain.
         """
+        for monitor in self.monitors:
+            monitor._evict_expired(tau)
         live = 0
         for key in list(self.runs):
             kept = {run: None for run in self.runs[key] if run[3] >= tau}
@@ -229,6 +248,7 @@ class RegisterEngine:
         labelled, gaps, stationary, finals = srt.labelled, srt.gaps, srt.stationary, srt.finals
         dead = srt.dead
         strict = self.strict
+        latest = self.latest
         old = self.runs.get(key)
         new: dict[Run, None] = {}
         found: list[tuple[int, tuple[int, ...]]] = []
@@ -236,10 +256,12 @@ class RegisterEngine:
 
         def fire(t: Any, regs: tuple[Any, ...], start: int, stime: Any, marked: tuple[int, ...]) -> None:
             nonlocal event
-            if t.clears:
+            if t.clears or t.sets:
                 cleared = list(regs)
                 for r in t.clears:
                     cleared[r] = None
+                for r in t.sets:
+                    cleared[r] = pos
                 regs = tuple(cleared)
             if t.guards or t.writes:
                 if event is None:
@@ -247,6 +269,10 @@ class RegisterEngine:
                 for g in t.guards:
                     if not g(event, regs):
                         return
+            for r, k in t.checks:  # UNLESS: no match of its right side inside [start, now]
+                if latest[k].get(key, -1) >= regs[r]:
+                    return
+            if t.guards or t.writes:
                 if t.writes:
                     written = list(regs)
                     for r in t.writes:

@@ -129,6 +129,8 @@ class WindowedEngine(RegisterEngine):
             srt, window=window, partitioned=partitioned, consume=consume, limit=limit,
             strategy=strategy, type_column=type_column,
         )
+        if srt.monitors:
+            raise ValueError("the windowed runtime does not evaluate UNLESS: use the runs")
         self.pairs = None
         self.depth = int(window) + 1
         self.tree = Unrolling(srt, self.depth, strict=self.strict)
@@ -378,6 +380,8 @@ def choose_register_runtime(
     )
     if plan is not None:
         return "pairs"
+    if srt.monitors:
+        return "runs"  # UNLESS monitors run next to the runs only
     if PREFER_WINDOWED and isinstance(within, ast.EventsWindow) and within.count <= WINDOWED_MAX:
         return "windowed"
     return "runs"

@@ -95,7 +95,7 @@ def test_register_engine_equals_oracle(case: tuple[ast.Query, list[dict], list[i
     check_against_oracle(case)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(conjunction_cases())
 def test_register_engine_and_all_unless_equal_oracle(
     case: tuple[ast.Query, list[dict], list[int]],

@@ -310,7 +310,7 @@ def test_windowed_runtime_equals_oracle(case: tuple[ast.Query, list[dict[str, An
         check_against_oracle(case)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(conjunction_cases(), st.integers(0, 8))
 def test_windowed_runtime_and_all_equal_oracle(
     case: tuple[ast.Query, list[dict[str, Any]], list[int]], window: int

@@ -30,7 +30,11 @@ CEQL patterns:
    fresh start state with an ε-edge that empties it), and read by the guard
    before the write (SRT Def 23).  A conjunct reading an empty ``prev``
    register holds: the first event of ``x`` has no predecessor.
-5. **ε-elimination per state** (the spec's recommended variant of Alg 2):
+5. ``AND`` and ``ALL`` are products of their sides' ε-NFAs (:meth:`_Builder._product`),
+   each side with registers of its own; ``φ1 UNLESS φ2`` runs φ2 as a *monitor*
+   SRT next to the query's runs and checks, on the transitions that end φ1,
+   that no φ2 match lies inside φ1's interval (:meth:`_Builder._Unless`).
+6. **ε-elimination per state** (the spec's recommended variant of Alg 2):
    each state gets the consuming transitions of its ε-closure, with the
    registers cleared along the ε-path; a state is final when its closure
    holds the final state.  Every transition keeps its own write set.

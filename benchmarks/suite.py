@@ -128,7 +128,9 @@ class Runner:
                "--input", str(data.resolve()), "--cpu", str(self.cpu)]
         if dump is not None:
             cmd += ["--dump", str(dump.resolve())]
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        # The benchmarks package from this checkout; a PYTHONPATH already set
+        # (e.g. another checkout's src, to benchmark it without installing) comes after.
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
         # CORE writes logs/logfile.log into its working directory: keep it in the scratch dir.
         proc = subprocess.run(cmd, cwd=self.scratch, env=env, capture_output=True, text=True, timeout=self.timeout)
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{") and '"engine"' in ln]

@@ -299,7 +299,7 @@ def machine() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=200_000, help="events per dataset (default 200,000)")
+    parser.add_argument("--events", type=int, default=1_000_000, help="events per dataset (default 1,000,000, the paper's prefixes)")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per engine and workload; the median is reported")
     parser.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="input file format (both engines)")
     parser.add_argument("--protocol", choices=PROTOCOLS, default="paper",

@@ -250,6 +250,67 @@ CASES: tuple[CondCase, ...] = (
         "decision (docs/semantics.md): only the conjunct reading prev(p) holds for the first "
         "event; price > 1 rules out every match containing event 0",
     ),
+    # ----------------------------------------- AND / ALL (kleene's decisions, docs/semantics.md)
+    CondCase(
+        "all_with_condition_inside",
+        "SELECT * WHERE (SELL as s ; BUY as b FILTER b[price < s.price]) ALL NEWS as n",
+        stock(("SELL", 1, 10, 0), ("NEWS", 1, 0, 0), ("BUY", 1, 9, 0), ("BUY", 1, 11, 0)),
+        frozenset({ce(0, 1, 2)}),
+        "derived: the left side matches {0,2} only (11 < 10 fails), the NEWS at 1 falls inside it",
+    ),
+    CondCase(
+        "and_with_conditions_on_both_sides",
+        "SELECT * WHERE (SELL as s ; BUY+ as b FILTER b[price < s.price]) AND "
+        "(SELL ; BUY as l FILTER l[volume > 100])",
+        stock(("SELL", 1, 10, 0), ("BUY", 1, 9, 50), ("BUY", 1, 8, 200), ("BUY", 1, 12, 300)),
+        frozenset({ce(0, 2)}),
+        "derived: left {0,1}, {0,2}, {0,1,2}; right {0,2}, {0,3}; AND needs the same events",
+    ),
+    CondCase(
+        "all_sides_have_registers_of_their_own",
+        "SELECT * WHERE (A as a ; B as b FILTER b[v > a.v]) ALL (A as a ; C as c FILTER c[v < a.v])",
+        typed("A A B C", v=[1, 5, 3, 4]),
+        frozenset({ce(0, 1, 2, 3)}),
+        "derived: left {0,2} (3 > 1), right {1,3} (4 < 5); the right side's a (at 1) comes "
+        "between the left side's a and b, which must still read the left side's a",
+    ),
+    CondCase(
+        "all_shares_an_event",
+        "SELECT * WHERE (A as a ; B as b FILTER b[v > a.v]) ALL B as x",
+        typed("A B", v=[1, 2]),
+        frozenset({ce(0, 1)}),
+        "derived: both sides take the B at 1 (ALL's matches may overlap)",
+    ),
+    CondCase(
+        "condition_around_all_on_one_side",
+        "SELECT * WHERE SELL as s ; (BUY as b ALL NEWS as n) FILTER b[price < s.price]",
+        stock(("SELL", 1, 10, 0), ("BUY", 1, 12, 0), ("NEWS", 1, 0, 0), ("BUY", 1, 9, 0)),
+        frozenset({ce(0, 2, 3)}),
+        "derived: s is bound before the ALL; only the BUY at 3 is cheaper",
+    ),
+    CondCase(
+        "unless_with_condition_on_the_left",
+        "SELECT * WHERE (SELL as s ; BUY as b FILTER b[price < s.price]) UNLESS NEWS",
+        stock(("SELL", 1, 10, 0), ("BUY", 1, 9, 0), ("NEWS", 1, 0, 0), ("BUY", 1, 8, 0)),
+        frozenset({ce(0, 1)}),
+        "derived: left {0,1} and {0,3}; the NEWS at 2 lies inside [0,3]",
+    ),
+    CondCase(
+        "unless_with_condition_on_the_right",
+        "SELECT * WHERE (SELL as s ; BUY as b FILTER b[price < s.price]) UNLESS "
+        "(BUY as x ; BUY as y FILTER y[price > x.price])",
+        stock(("SELL", 1, 10, 0), ("BUY", 1, 5, 0), ("BUY", 1, 7, 0), ("BUY", 1, 6, 0)),
+        frozenset({ce(0, 1)}),
+        "derived: left {0,1}, {0,2}, {0,3}; the rise {1,2} (5 -> 7) lies inside [0,2] and "
+        "[0,3]; {1,3} too; nothing fits in [0,1]",
+    ),
+    CondCase(
+        "unless_bounds_are_inclusive",
+        "SELECT * WHERE (A as a ; B as b FILTER b[v > a.v]) UNLESS B",
+        typed("A B", v=[1, 2]),
+        frozenset(),
+        "derived: the B at 1 is itself a match of the right side inside [0,1] (spec §11 #6)",
+    ),
     # ---------------------------------------------------------------- RMA §10
     CondCase(
         "rma_1_no_filter", "SELECT * WHERE T as x ; H as y", S1,
@@ -305,4 +366,14 @@ REJECTED: tuple[tuple[str, str, str], ...] = (
     ("prev_of_other", "SELECT * WHERE T as x ; H as y FILTER y[id = prev(x).id]", "prev(x)"),
     ("unknown_function", "SELECT * WHERE T as x ; H as y FILTER y[id = last(x).id]", "unknown function"),
     ("same_event", "SELECT * WHERE (T as x) as y FILTER y[id = x.id]", "not bound yet"),
+    (
+        "across_all",
+        "SELECT * WHERE (T as x ALL H as y) FILTER y[id = x.id]",
+        "different sides of ALL",
+    ),
+    (
+        "across_and",
+        "SELECT * WHERE (T as x ; H) AND (T ; H as y) FILTER y[id = x.id]",
+        "different sides of AND",
+    ),
 )

@@ -29,6 +29,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from kleene.language import ast
+from kleene.language.conditions import has_conditions
 
 TYPES = ("A", "B", "C")
 VARIABLES = ("a", "b", "c")
@@ -442,18 +443,37 @@ def condition_filter(draw: st.DrawFn, inner: ast.Pattern) -> ast.Pattern:
     return ast.Filter(inner, cond)
 
 
+CONDITION_KINDS = (
+    "as", "as", "cond", "cond", "filter", "seq", "seq", "seq", "contig", "or", "iter", "citer", "star",
+)  # fmt: skip
+
+
 @st.composite
-def condition_patterns(draw: st.DrawFn, depth: int = 3) -> ast.Pattern:
-    """Random patterns of the register engine's language, with conditions between events."""
+def condition_patterns(draw: st.DrawFn, depth: int = 3, conjunctions: bool = False) -> ast.Pattern:
+    """Random patterns of the register engine's language, with conditions between events.
+
+    ``conjunctions``: AND, ALL and UNLESS too (not by default, so that the cases
+    drawn before they were supported stay the same).
+    """
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         if draw(st.integers(0, 7)) == 0:
             return draw(not_events())
         return ast.EventType(draw(st.sampled_from(TYPES)))
-    kind = draw(st.sampled_from(("as", "as", "cond", "cond", "filter", "seq", "seq", "seq", "contig", "or", "iter", "citer", "star")))
-    if kind in ("seq", "contig", "or"):
-        left, right = draw(condition_patterns(depth - 1)), draw(condition_patterns(depth - 1))
+    kinds = CONDITION_KINDS + (("and", "all", "unless") if conjunctions else ())
+    kind = draw(st.sampled_from(kinds))
+    if kind == "and":
+        left = draw(condition_patterns(depth - 1, conjunctions))
+        right = draw(st.one_of(st.just(left), _refiltered(left), condition_patterns(depth - 1, conjunctions)))
+        return ast.And(left, right)
+    if kind in ("seq", "contig", "or", "all", "unless"):
+        left = draw(condition_patterns(depth - 1, conjunctions))
+        right = draw(condition_patterns(depth - 1, conjunctions))
+        if kind == "all":
+            return ast.All(left, right)
+        if kind == "unless":
+            return ast.Unless(left, right)
         return ast.Or(left, right) if kind == "or" else ast.Seq(left, right, kind == "contig")
-    inner = draw(condition_patterns(depth - 1))
+    inner = draw(condition_patterns(depth - 1, conjunctions))
     if kind == "as" or (kind == "filter" and not variables_of(inner)):
         return ast.As(inner, draw(st.sampled_from(VARIABLES)))
     if kind == "cond":
@@ -473,22 +493,58 @@ def condition_cases(draw: st.DrawFn, max_size: int = 14) -> tuple[ast.Query, lis
         where = draw(condition_filter(ast.Seq(left, right, draw(st.integers(0, 3)) == 0)))
     else:
         where = draw(condition_filter(draw(condition_patterns(3))))
+    return draw(_condition_query(where, max_size))
+
+
+@st.composite
+def conjunction_cases(draw: st.DrawFn, max_size: int = 12) -> tuple[ast.Query, list[Event], list[int]]:
+    """Like :func:`condition_cases`, with an AND, ALL or UNLESS (conditions inside or around it).
+
+    As in :func:`patterns`, the right side of an AND is often the left side
+    again (maybe filtered once more), else two random patterns rarely share a
+    match.  The conjunction stands alone, is filtered, or is sequenced with a
+    pattern the condition then relates it to.
+    """
+    left = draw(condition_patterns(2, conjunctions=True))
+    kind = draw(st.sampled_from(("and", "all", "unless")))
+    if kind == "and":
+        right = draw(st.one_of(st.just(left), _refiltered(left), condition_patterns(2, conjunctions=True)))
+        core: ast.Pattern = ast.And(left, right)
+    elif kind == "all":
+        core = ast.All(left, draw(condition_patterns(2, conjunctions=True)))
+    else:
+        core = ast.Unless(left, draw(condition_patterns(2, conjunctions=True)))
+    shape = draw(st.sampled_from(("alone", "filter", "before", "after")))
+    if shape == "before":
+        core = ast.Seq(draw(condition_patterns(1)), core, draw(st.integers(0, 3)) == 0)
+    elif shape == "after":
+        core = ast.Seq(core, draw(condition_patterns(1)), draw(st.integers(0, 3)) == 0)
+    if shape != "alone" or not has_conditions(core):
+        core = draw(condition_filter(core))
+    return draw(_condition_query(core, max_size))
+
+
+@st.composite
+def _condition_query(
+    draw: st.DrawFn, where: ast.Pattern, max_size: int
+) -> tuple[ast.Query, list[Event], list[int]]:
+    """A query around ``where`` (every strategy, projections too) and a stream sized for the oracle."""
     template = draw(queries(1, full_cel=frozenset({"STRICT", "NEXT", "LAST", "MAX"})))
     items = template.select.items
-    if items:  # project on variables of this pattern
-        bound = sorted(variables_of(where))
+    bound = sorted(variables_of(where))
+    if items and not bound:  # e.g. NOT(...) UNLESS ...: nothing to project on
+        items = ()
+    elif items:  # project on variables of this pattern
         chosen = draw(st.lists(st.sampled_from(bound), min_size=1, max_size=2, unique=True))
         items = tuple(ast.SelectItem(v) for v in chosen)
-    if template.select.strategy in ("NEXT", "LAST", "MAX"):
-        items = None
     q = ast.Query(
         ast.Select(template.select.strategy, items), ("S",), where, template.partition_by,
         template.within, template.consume, template.limit,
     )
     depth = iteration_depth(where)
     windowed = isinstance(q.within, ast.EventsWindow) and q.within.count <= 6
-    size = max_size if depth == 0 or windowed else (12, 9, 7)[min(depth, 3) - 1]
-    n = draw(st.integers(size // 2, size))
+    size = max_size if depth == 0 or windowed else (12, 9, 7, 6)[min(depth, 4) - 1]
+    n = draw(st.integers(size // 2, min(size, max_size)))
     evs, times = draw(streams(max_size=n, min_size=n))
     return q, evs, times
 

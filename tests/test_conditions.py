@@ -7,6 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import kleene
 from condition_cases import CASES, REJECTED, S2, CondCase
@@ -15,7 +16,7 @@ from kleene.language.errors import QueryError
 from kleene.language.parser import parse_query
 from kleene.language.printer import to_ceql
 from kleene.reference.oracle import evaluate
-from strategies import condition_cases, pair_cases
+from strategies import condition_cases, conjunction_cases, pair_cases
 from test_engine_vs_oracle import check_against_oracle, compile_case, rows_of
 
 
@@ -94,6 +95,17 @@ def test_register_engine_equals_oracle(case: tuple[ast.Query, list[dict], list[i
     check_against_oracle(case)
 
 
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(conjunction_cases())
+def test_register_engine_and_all_unless_equal_oracle(
+    case: tuple[ast.Query, list[dict], list[int]],
+) -> None:
+    """AND, ALL and UNLESS with conditions between events (inside a side, or around them)."""
+    query, events, times = case
+    assert compile_case(query).engine == "registers"
+    check_against_oracle(case)
+
+
 # ------------------------------------------------------------ engine choice
 
 
@@ -132,6 +144,46 @@ def test_cli_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert got == {(0, 3), (0, 4), (1, 3), (1, 4)}
 
 
+def test_cli_and_api_run_all_and_unless_with_conditions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from kleene.cli import main
+
+    rows = [
+        {"type": "SELL", "price": 10, "volume": 0},
+        {"type": "NEWS", "price": 0, "volume": 0},
+        {"type": "BUY", "price": 9, "volume": 200},
+        {"type": "BUY", "price": 11, "volume": 300},
+    ]
+    data = tmp_path / "stocks.csv"
+    data.write_text(
+        "type,price,volume\n" + "".join(f"{r['type']},{r['price']},{r['volume']}\n" for r in rows)
+    )
+    queries = {
+        # The NEWS anywhere around a SELL followed by a cheaper BUY.
+        "SELECT * FROM S WHERE (SELL as s ; BUY as b FILTER b[price < s.price]) ALL NEWS": [
+            (0, 2, [0, 1, 2])
+        ],
+        # The same two events seen by both sides; the volume condition on the right side.
+        "SELECT MAX b FROM S WHERE (SELL as s ; BUY as b FILTER b[price < s.price]) AND "
+        "(SELL ; BUY as v FILTER v[volume > 100])": [(0, 2, [2])],
+        # Unless a NEWS comes in between: the BUY at 3 is too expensive anyway.
+        "SELECT * FROM S WHERE (SELL as s ; BUY as b FILTER b[price > s.price]) UNLESS NEWS": [],
+        "SELECT * FROM S WHERE (SELL as s ; BUY as b FILTER b[price < s.price]) UNLESS "
+        "(BUY as x FILTER x[volume > 250])": [(0, 2, [0, 2])],
+    }
+    for text, expected in queries.items():
+        assert main(["run", text, "--input", str(data)]) == 0
+        out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert [(o["start"], o["end"], o["positions"]) for o in out] == expected
+        compiled = kleene.compile(text)
+        assert compiled.engine == "registers"
+        got = [(m.start, m.end, list(m.positions)) for m in compiled.matches(pa.Table.from_pylist(rows))]
+        assert got == expected
+
+
 def test_only_relevant_events_are_visited() -> None:
     """The unary parts are a vectorized prefilter: other events never reach the runs."""
     q = kleene.compile(
@@ -158,7 +210,7 @@ def test_partitions_consume_and_limit() -> None:
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
-@given(condition_cases())
+@given(st.one_of(condition_cases(), conjunction_cases()))
 def test_push_and_batches_agree(case: tuple[ast.Query, list[dict], list[int]]) -> None:
     """push(event), push_batch(...) in uneven slices and run(table) give the same output."""
     query, events, times = case

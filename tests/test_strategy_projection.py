@@ -7,7 +7,9 @@ strategy to full matches, then projects (docs/cel-semantics.md).
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -56,3 +58,92 @@ def test_matches_projecting_alike_are_output_once() -> None:
 
 def test_select_none_after_a_strategy() -> None:
     assert _run("SELECT LAST NONE FROM S WHERE A ; B", "A A B") == [(1, 2, ())]
+
+
+# ------------------------------------------- with conditions between events (register engine)
+
+STOCKS = [
+    {"type": "SELL", "price": 10},  # 0
+    {"type": "BUY", "price": 9},  # 1
+    {"type": "BUY", "price": 8},  # 2
+    {"type": "SELL", "price": 7},  # 3
+    {"type": "SELL", "price": 12},  # 4
+]
+ISSUE = "FROM S WHERE SELL as a; BUY+ as b; SELL as c FILTER c[price < a.price] WITHIN 10 EVENTS"
+
+
+def _stocks(query: str) -> list[tuple[int, int, tuple[int, ...]]]:
+    compiled = kleene.compile(query)
+    assert compiled.engine == "registers"
+    got = compiled.matches(pa.Table.from_pylist(STOCKS))
+    return sorted((m.start, m.end, m.positions) for m in got)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "expected"),
+    [
+        # Whole matches ending at 3: {0,1,3}, {0,2,3}, {0,1,2,3}; at 4 none (12 > 10).
+        # NEXT takes the earliest events, {0,1,3}; LAST the latest, {0,2,3}; MAX {0,1,2,3}.
+        ("NEXT", [(0, 3, (0, 3))]),
+        ("LAST", [(0, 3, (0, 3))]),
+        ("MAX", [(0, 3, (0, 3))]),
+    ],
+)
+def test_issue_query_with_a_projection(strategy: str, expected: list[object]) -> None:
+    assert _stocks(f"SELECT {strategy} a, c {ISSUE}") == expected
+
+
+@pytest.mark.parametrize("strategy", ["NEXT", "LAST", "MAX"])
+def test_projection_of_the_chosen_whole_match(strategy: str) -> None:
+    # NEXT (earliest events first), LAST (latest first) and MAX all choose the whole
+    # match {0,1,2,3}; its b events are {1,2}.
+    assert _stocks(f"SELECT {strategy} b {ISSUE}") == [(0, 3, (1, 2))]
+
+
+def test_register_engine_chooses_before_projecting() -> None:
+    # Whole matches ending at 4: {0,2,4}, {0,3,4}, {1,2,4}, {1,3,4}, all projecting to
+    # {4} on c.  NEXT keeps {0,2,4}, LAST {1,3,4}: the start of the complex event is the
+    # chosen whole match's (choosing among projections could not tell them apart).
+    rows = [
+        {"type": "SELL", "price": 10},
+        {"type": "SELL", "price": 10},
+        {"type": "BUY", "price": 9},
+        {"type": "BUY", "price": 9},
+        {"type": "SELL", "price": 5},
+    ]
+    query = "SELECT {} c FROM S WHERE SELL as a; BUY as b; SELL as c FILTER c[price < a.price]"
+    got = {}
+    for strategy in ("NEXT", "LAST", "MAX"):
+        compiled = kleene.compile(query.format(strategy))
+        got[strategy] = sorted(
+            (m.start, m.end, m.positions) for m in compiled.matches(pa.Table.from_pylist(rows))
+        )
+    assert got["NEXT"] == [(0, 4, (4,))]  # {0,2,4}
+    assert got["LAST"] == [(1, 4, (4,))]  # {1,3,4}
+    assert got["MAX"] == [(0, 4, (4,)), (1, 4, (4,))]  # all four are maximal
+
+
+def test_register_engine_projects_every_valuation_of_the_chosen_match() -> None:
+    # {0,1,2,3} is one whole match with two valuations (x = {1} or x = {2}); NEXT
+    # chooses it over {0,1,3} and {0,2,3}, and each valuation gives its projection.
+    rows = [{"type": t, "v": v} for t, v in [("A", 5), ("B", 0), ("B", 0), ("C", 1)]]
+    query = (
+        "SELECT NEXT x FROM S WHERE A as a ; ((B AS x ; B) OR (B ; B AS x)) ; C as c "
+        "FILTER c[v < a.v]"
+    )
+    compiled = kleene.compile(query)
+    assert compiled.engine == "registers"
+    got = sorted((m.start, m.end, m.positions) for m in compiled.matches(pa.Table.from_pylist(rows)))
+    assert got == [(0, 3, (1,)), (0, 3, (2,))]
+
+
+def test_register_engine_strategy_with_projection_from_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kleene.cli import main
+
+    data = tmp_path / "stocks.csv"
+    data.write_text("type,price\n" + "".join(f"{r['type']},{r['price']}\n" for r in STOCKS))
+    assert main(["run", f"SELECT MAX b {ISSUE}", "--input", str(data)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [(json.loads(x)["start"], json.loads(x)["positions"]) for x in lines] == [(0, [1, 2])]

@@ -42,7 +42,7 @@ from kleene.registers.windowed import (
     unroll,
     with_start_loop,
 )
-from strategies import condition_cases
+from strategies import condition_cases, conjunction_cases
 from test_engine_vs_oracle import check_against_oracle, compile_case
 
 
@@ -308,6 +308,21 @@ def test_windowed_runtime_equals_oracle(case: tuple[ast.Query, list[dict[str, An
         compiled = compile_case(case[0])
         assert compiled.register_runtime in ("windowed", "pairs")
         check_against_oracle(case)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(conjunction_cases(), st.integers(0, 8))
+def test_windowed_runtime_and_all_equal_oracle(
+    case: tuple[ast.Query, list[dict[str, Any]], list[int]], window: int
+) -> None:
+    """AND/ALL products with conditions, unrolled and determinized lazily (UNLESS: runs)."""
+    query = replace(case[0], within=ast.EventsWindow(window))
+    with windowed_preferred():
+        compiled = compile_case(query)
+        assert compiled.srt is not None
+        expected = ("runs",) if compiled.srt.monitors else ("windowed", "pairs")
+        assert compiled.register_runtime in expected
+        check_against_oracle((query, case[1], case[2]))
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))

@@ -236,7 +236,13 @@ class Query:
         where = without_self_references(query.where)
         with_streams = stream_column is not None
         if self.engine == "registers":
-            self.srt = compile_srt(where, projection, with_streams=with_streams)
+            # NEXT, LAST and MAX compare whole matches: the SRT marks every event
+            # and the runtime projects the chosen ones (kleene.registers.runtime).
+            self.srt = compile_srt(
+                where, projection, with_streams=with_streams,
+                strategy_first=projection is not None
+                and query.select.strategy in ("NEXT", "LAST", "MAX"),
+            )
             self.atoms.event_types = list(self.srt.event_types)
             self.atoms.preds = list(self.srt.preds)
             self.atoms.streams = list(self.srt.streams)

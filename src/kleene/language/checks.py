@@ -38,7 +38,6 @@ from kleene.language.variables import (
 
 __all__ = ["bound_variables", "check", "compile_like"]
 
-_SELECTING_STRATEGIES = ("NEXT", "LAST", "MAX")
 """Strategies that compare whole matches: evaluated on SELECT * only, for now."""
 _LIMIT_RE = re.compile(r"\blimit\s+(-?\s*\d)", re.IGNORECASE)
 
@@ -88,7 +87,7 @@ class _Checker:
     def query(self, q: ast.Query) -> None:
         self.from_streams = q.streams
         self.streams(q)
-        self.everywhere = variable_event_types(q.where)
+        self.everywhere = _variables_anywhere(q.where)
         self.pattern(q.where)
         bound = variable_event_types(q.where)
         self.select(q.select, bound)
@@ -341,23 +340,35 @@ class _Checker:
                 raise UnsupportedError(
                     f"{type(other).__name__.upper().replace('NOTEVENT', 'NOT')} is not "
                     "supported yet together with conditions between events "
-                    "(the register engine evaluates ;, :, OR, +, :+, *, AS, FILTER and NOT(...) "
-                    "without conditions inside)",
+                    "(the register engine evaluates ;, :, OR, +, :+, *, AS, FILTER, AND, ALL, "
+                    "UNLESS and NOT(...) without conditions inside)",
                     span.line, span.column, self.source,
                 )
-        strategy = q.select.strategy
-        if (
-            strategy in _SELECTING_STRATEGIES
-            and q.select.items is not None
-            and has_conditions(q.where)
-        ):
-            span = q.select.span if q.select.span != NO_SPAN else q.span
-            raise UnsupportedError(
-                f"selection strategy {strategy} with a projection is not supported yet together "
-                "with conditions between events; use SELECT * (STRICT, ALL and ANY take "
-                "projections)",
-                span.line, span.column, self.source,
-            )
+
+
+def _variables_anywhere(p: ast.Pattern) -> dict[str, frozenset[str]]:
+    """Every variable some part of ``p`` binds, also inside UNLESS's right side and NOT(...).
+
+    Those bind nothing outside, but a FILTER inside them may read their own
+    variables; whether a FILTER may read a variable is decided per FILTER.
+    """
+    out = dict(variable_event_types(p))
+
+    def walk(node: ast.Pattern) -> None:
+        if isinstance(node, ast.EventType):
+            return
+        if isinstance(node, ast.Unless | ast.NotEvent):
+            inner = node.right if isinstance(node, ast.Unless) else node.pattern
+            for var, types in variable_event_types(inner).items():
+                out[var] = out.get(var, frozenset()) | types
+        if isinstance(node, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+            walk(node.pattern)
+        else:
+            walk(node.left)
+            walk(node.right)
+
+    walk(p)
+    return out
 
 
 def check(query: ast.Query, source: str, schema: Schema | None) -> None:

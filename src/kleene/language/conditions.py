@@ -103,6 +103,8 @@ def binding_count(p: ast.Pattern, var: str) -> int | None:
         return binding_count(p.pattern, var)
     if isinstance(p, ast.Filter):
         return binding_count(p.pattern, var)
+    if isinstance(p, ast.Unless):
+        return binding_count(p.left, var)  # the right side binds nothing outside
     if isinstance(p, ast.Iter | ast.Star):
         inner = binding_count(p.pattern, var)
         if inner == 0:
@@ -139,7 +141,15 @@ def precedes(p: ast.Pattern, first: str, then: str) -> bool:
         if first in bound_variables(p.left):
             return then not in bound_variables(p.left) or precedes(p.left, first, then)
         return then not in bound_variables(p.left) and precedes(p.right, first, then)
-    return False  # iterations repeat `first`; AND/ALL/UNLESS interleave
+    if isinstance(p, ast.Unless):
+        return precedes(p.left, first, then)
+    if isinstance(p, ast.And | ast.All):
+        # The sides' events interleave: only an order inside one side is known.
+        for side, other in ((p.left, p.right), (p.right, p.left)):
+            if {first, then} <= bound_variables(side):
+                return not {first, then} & bound_variables(other) and precedes(side, first, then)
+        return False
+    return False  # iterations repeat `first`
 
 
 def problem(filtered: ast.Pattern, atom: ast.FilterAtom, ref: ast.VarAttr) -> str | None:
@@ -173,6 +183,15 @@ def problem(filtered: ast.Pattern, atom: ast.FilterAtom, ref: ast.VarAttr) -> st
             "inside the iteration, bind the one event to compare with to a variable of "
             "its own, or compare consecutive events of an iteration with prev(...)"
         )
+    across = across_conjunction(filtered, a, x)
+    if across is not None:
+        name = type(across).__name__.upper()
+        return (
+            f"variables {a!r} and {x!r} are bound on different sides of {name} (or both "
+            f"sides bind one of them), whose events interleave in any order, so {a!r} may "
+            f"be matched after {x!r}: a condition between them is not supported; put it "
+            f"inside one side, or use ';' if {a!r} must come first"
+        )
     if not precedes(filtered, a, x):
         return (
             f"variable {a!r} is not bound yet when {x!r} is matched: a condition on {x!r} "
@@ -180,6 +199,30 @@ def problem(filtered: ast.Pattern, atom: ast.FilterAtom, ref: ast.VarAttr) -> st
             f"the later variable, e.g. {a}[... {x}.attr ...])"
         )
     return None
+
+
+def across_conjunction(p: ast.Pattern, a: str, x: str) -> ast.And | ast.All | None:
+    """The AND/ALL of ``p`` that has ``a`` and ``x`` on different sides, if any.
+
+    Also when one side binds both and the other side one of them: either way
+    the conjunction does not order them (see :func:`precedes`).
+    """
+    names = bound_variables(p)
+    if a not in names or x not in names:
+        return None
+    if isinstance(p, ast.And | ast.All):
+        left, right = bound_variables(p.left), bound_variables(p.right)
+        for side, other in ((left, right), (right, left)):
+            if {a, x} <= side and not {a, x} & other:
+                return across_conjunction(p.left if side is left else p.right, a, x)
+        return p
+    if isinstance(p, ast.EventType):
+        return None
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+        return across_conjunction(p.pattern, a, x)
+    if isinstance(p, ast.Unless):
+        return across_conjunction(p.left, a, x)
+    return across_conjunction(p.left, a, x) or across_conjunction(p.right, a, x)
 
 
 def plain_attrs(node: Any, target: str) -> Any:
@@ -214,9 +257,7 @@ def _plain_filter(cond: ast.FilterExpr) -> ast.FilterExpr:
 
 
 def unsupported_with_conditions(p: ast.Pattern) -> ast.Pattern | None:
-    """The first operator the register engine does not evaluate (AND, ALL, UNLESS; NOT of a condition)."""
-    if isinstance(p, ast.And | ast.All | ast.Unless):
-        return p
+    """The first operator the register engine does not evaluate (NOT of a condition)."""
     if isinstance(p, ast.NotEvent):
         return p if has_conditions(p.pattern) else None
     if isinstance(p, ast.EventType):

@@ -30,7 +30,11 @@ CEQL patterns:
    fresh start state with an ε-edge that empties it), and read by the guard
    before the write (SRT Def 23).  A conjunct reading an empty ``prev``
    register holds: the first event of ``x`` has no predecessor.
-5. **ε-elimination per state** (the spec's recommended variant of Alg 2):
+5. ``AND`` and ``ALL`` are products of their sides' ε-NFAs (:meth:`_Builder._product`),
+   each side with registers of its own; ``φ1 UNLESS φ2`` runs φ2 as a *monitor*
+   SRT next to the query's runs and checks, on the transitions that end φ1,
+   that no φ2 match lies inside φ1's interval (:meth:`_Builder._Unless`).
+6. **ε-elimination per state** (the spec's recommended variant of Alg 2):
    each state gets the consuming transitions of its ε-closure, with the
    registers cleared along the ε-path; a state is final when its closure
    holds the final state.  Every transition keeps its own write set.
@@ -92,6 +96,16 @@ class RTransition:
     clears: tuple[int, ...]
     writes: tuple[int, ...]
     target: int
+    hidden: bool = False
+    """Part of the match the selection strategy compares, but not of its projection
+    (only in an SRT compiled with ``strategy_first``: the event binds no SELECT variable)."""
+    sets: tuple[int, ...] = ()
+    """Position registers set to the event's position (entering ``φ1`` of ``φ1 UNLESS φ2``),
+    after ``clears`` and before the guards."""
+    checks: tuple[tuple[int, int], ...] = ()
+    """``(register, monitor)``: the event ends ``φ1`` of an UNLESS, whose start position is in
+    the register; the transition fires only if no match of the monitor's ``φ2`` that ended
+    at or before this event started at or after it (evaluated after the guards)."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +134,12 @@ class SRT:
     """Stream bits, after the predicates' (as in :class:`kleene.automata.compile.Atoms`)."""
     variable_registers: dict[str, int]
     """The register of each variable a condition reads as ``var.attr``."""
+    strategy_first: bool = False
+    """Compiled for NEXT/LAST/MAX with a projection: every event of a match is marked (the
+    strategy compares whole matches) and ``hidden`` says which ones the projection drops."""
+    monitors: tuple[SRT, ...] = ()
+    """The SRTs of the right sides of UNLESS (monitor ``k`` is the ``k``-th), run on their own
+    next to the query's runs; their transitions' ``checks`` refer to this list too."""
 
     @property
     def relevant_masks(self) -> tuple[int, ...]:
@@ -144,8 +164,9 @@ def without_empty(p: ast.Pattern) -> ast.Pattern:
         return ast.Iter(without_empty(p.pattern), False, p.span)
     if isinstance(p, ast.Iter | ast.As | ast.Filter):
         return dataclasses.replace(p, pattern=without_empty(p.pattern))
-    if isinstance(p, ast.Or):
-        return ast.Or(without_empty(p.left), without_empty(p.right), p.span)
+    if isinstance(p, ast.Or | ast.And | ast.All | ast.Unless):
+        # AND, ALL and UNLESS take a nullable side's non-empty matches only (docs/cel-semantics.md).
+        return dataclasses.replace(p, left=without_empty(p.left), right=without_empty(p.right))
     if isinstance(p, ast.Seq):
         left, right = without_empty(p.left), without_empty(p.right)
         out: ast.Pattern = ast.Seq(left, right, p.contiguous, p.span)
@@ -177,6 +198,11 @@ class _Cons:
     guards: list[Guard] = field(default_factory=list)
     conditions: list[Condition] = field(default_factory=list)
     writes: set[int] = field(default_factory=set)
+    parts: tuple[_Cons, ...] = ()
+    """For a transition of an AND/ALL product: the sides' transitions it fires together (their
+    guards are its guards too, added once the registers are numbered)."""
+    checks: set[tuple[int, int]] = field(default_factory=set)
+    """UNLESS checks (see :class:`RTransition`)."""
 
 
 @dataclass(frozen=True)
@@ -192,8 +218,11 @@ class _Builder:
         projection: frozenset[str] | None,
         streams: list[str] | None = None,
         stream_base: int = 0,
+        strategy_first: bool = False,
     ) -> None:
         self.projection = projection
+        self.strategy_first = strategy_first
+        """Mark every event of a match; ``hidden`` flags those outside the projection."""
         self.streams = streams or []
         """Stream bits (``S>E`` with a stream column), numbered after the predicates."""
         self.stream_base = stream_base
@@ -205,7 +234,15 @@ class _Builder:
         self.pred_keys: list[object] = []
         self.registers: list[str] = []
         self.var_register: dict[str, int] = {}
+        """Per variable a condition reads (``a`` at the top, ``a@k`` inside the k-th side of an
+        AND/ALL): its register."""
+        self.scope = ""
+        """The AND/ALL sides the builder is inside (``""``: none; ``"@1"``, ``"@1.2"``, ...)."""
+        self.sides = 0
         self.attributes: list[str] = []
+        self.monitors: list[_Frag] = []
+        """The right sides of UNLESS, built into the same ε-NFA (unreachable from the query's
+        start) and ε-eliminated on their own."""
         # Guards are compiled once the register numbering is final.
         self.pending: list[tuple[_Cons, ast.Pred, str, dict[tuple[str, bool], int], int | None]] = []
 
@@ -290,8 +327,17 @@ class _Builder:
                 if ref.prev:
                     assert prev_reg is not None
                     slots[(x, True)] = prev_reg
-                elif ref.var not in self.var_register:
-                    self.var_register[ref.var] = self.register(ref.var)
+                elif (ref.var, False) not in slots:
+                    # The checker made sure `a` is bound to one event of every match of this
+                    # FILTER's pattern, before x: its transitions here write the register.
+                    # Registers are per AND/ALL side, where the other side may bind `a` too.
+                    name = ref.var + self.scope
+                    if name not in self.var_register:
+                        self.var_register[name] = self.register(name)
+                    slots[(ref.var, False)] = self.var_register[name]
+                    for t in frag.cons:
+                        if ref.var in t.variables:
+                            t.writes.add(self.var_register[name])
             for e in _attrs_of(c):
                 self.attribute(e)
         for c in nary:
@@ -344,6 +390,155 @@ class _Builder:
         self.edge(g, b.start)
         return _Frag(a.start, b.final, a.cons + b.cons)
 
+    def _And(self, p: ast.And) -> _Frag:  # noqa: N802
+        return self._product(p.left, p.right, interleave=False)
+
+    def _All(self, p: ast.All) -> _Frag:  # noqa: N802
+        return self._product(p.left, p.right, interleave=True)
+
+    def _side(self, p: ast.Pattern) -> _Frag:
+        """Build one side of an AND/ALL with registers of its own (a scope)."""
+        outer = self.scope
+        self.sides += 1
+        self.scope = f"{outer}.{self.sides}" if outer else f"@{self.sides}"
+        try:
+            return self.build(p)
+        finally:
+            self.scope = outer
+
+    def _product(self, left: ast.Pattern, right: ast.Pattern, *, interleave: bool) -> _Frag:
+        """``φ1 AND φ2`` (``interleave`` False) or ``φ1 ALL φ2``: a product of the two fragments.
+
+        As in :mod:`kleene.automata.compile`, on the ε-NFAs of the two sides
+        (their ε-edges, with their register clears, move one side at a time).
+        A labelled transition of the product fires labelled transitions of
+        both sides together (the event satisfies both: masks and guards
+        conjoined, variables and register writes united), or, for ALL, of one
+        side while the other *stays*: before its match (at its start state,
+        which no edge enters), after it (at its final state, which no edge
+        leaves) or at a gap (its TRUE self-loop).  An event no side takes is
+        skipped when both sides can stay; for AND only at gaps of both (the
+        two matches have the same events), for ALL also before or after one
+        side's match, but not before both (the match starts with an event of
+        one side: skipping before it is the enclosing pattern's business) nor
+        after both (the product is final).  A condition inside a side reads
+        that side's registers; the checker allows a condition above the
+        product only on variables of one side.
+        """
+        a, b = self._side(left), self._side(right)
+        eps_out: dict[int, list[tuple[frozenset[int], int]]] = {}
+        for x, clears, y in self.eps:
+            eps_out.setdefault(x, []).append((clears, y))
+        labelled: dict[int, list[_Cons]] = {}
+        loops: set[int] = set()
+        for t in self.cons:
+            if t.variables:
+                labelled.setdefault(t.source, []).append(t)
+            else:
+                assert t.source == t.target, "unlabelled transitions are TRUE self-loops"
+                loops.add(t.source)
+        ids: dict[tuple[int, int], int] = {}
+        todo: list[tuple[int, int]] = []
+
+        def pair(x: int, y: int) -> int:
+            if (x, y) not in ids:
+                ids[(x, y)] = self.state()
+                todo.append((x, y))
+            return ids[(x, y)]
+
+        out: list[_Cons] = []
+
+        def add(source: int, parts: tuple[_Cons, ...], target: int) -> None:
+            mask = neg = 0
+            variables: set[str] = set()
+            writes: set[int] = set()
+            checks: set[tuple[int, int]] = set()
+            for t in parts:
+                mask, neg = mask | t.mask, neg | t.neg
+                variables |= t.variables
+                writes |= t.writes
+                checks |= t.checks
+            if mask & neg:
+                return  # the event would need a bit and its absence
+            t = _Cons(
+                source, mask, variables, target, neg, writes=writes, parts=parts, checks=checks
+            )
+            self.cons.append(t)
+            out.append(t)
+
+        start = pair(a.start, b.start)
+        while todo:
+            x, y = todo.pop()
+            source = ids[(x, y)]
+            for clears, x2 in eps_out.get(x, ()):
+                self.edge(source, pair(x2, y), clears)
+            for clears, y2 in eps_out.get(y, ()):
+                self.edge(source, pair(x, y2), clears)
+            for ta in labelled.get(x, ()):
+                for tb in labelled.get(y, ()):
+                    add(source, (ta, tb), pair(ta.target, tb.target))
+            if interleave:
+                begun = (x, y) != (a.start, b.start)
+                stay_a = x in loops or x == a.start or x == a.final
+                stay_b = y in loops or y == b.start or y == b.final
+                if stay_b:
+                    for ta in labelled.get(x, ()):
+                        add(source, (ta,), pair(ta.target, y))
+                if stay_a:
+                    for tb in labelled.get(y, ()):
+                        add(source, (tb,), pair(x, tb.target))
+                skip_a = x in loops or (x == a.start and begun) or (x == a.final and y != b.final)
+                skip_b = y in loops or (y == b.start and begun) or (y == b.final and x != a.final)
+            else:
+                skip_a, skip_b = x in loops, y in loops
+            if skip_a and skip_b:
+                loop = _Cons(source, 0, set(), source)
+                self.cons.append(loop)
+        return _Frag(start, ids[(a.final, b.final)] if (a.final, b.final) in ids else self.state(),
+                     tuple(out))
+
+    def _Unless(self, p: ast.Unless) -> _Frag:  # noqa: N802
+        """``φ1 UNLESS φ2``: a match of φ1 with no match of φ2 inside its interval.
+
+        φ2 is evaluated on its own (its matches do not depend on φ1's), so it
+        becomes a *monitor*: an SRT of its own, run next to the query's runs
+        on every event of the partition, which records the latest start of
+        its matches ended so far.  φ1's fragment is entered through an ε-edge
+        that sets a position register to the first event's position (encoded
+        as ``~r`` among the edge's clears), and left only through copies of
+        its *ending* transitions (those after which φ1's final state is
+        ε-reachable), which carry the check "the monitor's latest start is
+        before the register": a φ2 match inside ``[start, now]`` would have
+        started at or after the start and ended by now.  The check runs on the
+        event that ends φ1's match, after the monitor has seen that event (a
+        φ2 match may end with it: the bounds are inclusive).
+        """
+        a = self.build(p.left)
+        self.monitors.append(self.build(p.right))
+        k = len(self.monitors) - 1
+        r = self.register(f"start of UNLESS #{k + 1}")
+        s, f = self.state(), self.state()
+        self.edge(s, a.start, frozenset({~r}))
+        eps_out: dict[int, list[int]] = {}
+        for x, _, y in self.eps:
+            eps_out.setdefault(x, []).append(y)
+        out = list(a.cons)
+        for c in a.cons:
+            if not _reaches(c.target, a.final, eps_out):
+                continue
+            x = self.state()
+            copy = _Cons(
+                c.source, c.mask, set(c.variables), x, c.neg, writes=set(c.writes),
+                parts=c.parts, checks=c.checks | {(r, k)},
+            )
+            self.cons.append(copy)
+            out.append(copy)
+            for entry in list(self.pending):  # c's guards so far (inside φ1)
+                if entry[0] is c:
+                    self.pending.append((copy, entry[1], entry[2], entry[3], entry[4]))
+            self.edge(x, f)
+        return _Frag(s, f, tuple(out))
+
     def _Iter(self, p: ast.Iter) -> _Frag:  # noqa: N802
         body = self.build(p.pattern)
         s, f = self.state(), self.state()
@@ -360,17 +555,21 @@ class _Builder:
     # ------------------------------------------------------------ finishing
     def finish(self, frag: _Frag) -> SRT:
         attr_index = {a: k for k, a in enumerate(self.attributes)}
-        for t in self.cons:
-            t.writes |= {self.var_register[v] for v in t.variables if v in self.var_register}
         for t, pred, x, slots, vacuous in self.pending:
-            full = dict(slots)
-            full.update({(v, False): r for v, r in self.var_register.items()})
-            guard = compile_guard(pred, x, full, attr_index)
+            guard = compile_guard(pred, x, slots, attr_index)
             if vacuous is not None:
                 guard = _unless_empty(guard, vacuous)
             t.guards.append(guard)
             t.conditions.append(Condition(pred, x, vacuous is not None))
-        return self.eliminate(frag)
+        for t in self.cons:  # creation order: a product's parts come before it
+            if t.parts:
+                t.guards[:0] = [g for part in t.parts for g in part.guards]
+                t.conditions[:0] = [c for part in t.parts for c in part.conditions]
+        srt = self.eliminate(frag)
+        if not self.monitors:
+            return srt
+        monitors = tuple(self.eliminate(m) for m in self.monitors)
+        return dataclasses.replace(srt, monitors=monitors)
 
     def eliminate(self, frag: _Frag) -> SRT:
         """Per-state ε-elimination, over reachable states, renumbered from 0."""
@@ -409,7 +608,7 @@ class _Builder:
             here: list[RTransition] = []
             skip: list[RTransition] = []
             loops = False
-            seen: set[tuple[int, tuple[int, ...]]] = set()
+            seen: set[tuple[int, frozenset[int]]] = set()
             for state, clears in sorted(close, key=lambda sc: (sc[0], sorted(sc[1]))):
                 for t in cons_out.get(state, ()):
                     if not t.variables and t.target == state and state == q and not clears:
@@ -418,15 +617,18 @@ class _Builder:
                     if t.target not in number:
                         number[t.target] = len(order)
                         order.append(t.target)
-                    marked = bool(t.variables) and (
+                    projected = bool(t.variables) and (
                         self.projection is None or bool(t.variables & self.projection)
                     )
+                    marked = bool(t.variables) if self.strategy_first else projected
                     new = RTransition(
                         number[q], t.mask, t.neg, tuple(t.guards), tuple(t.conditions),
                         frozenset(t.variables), marked,
-                        tuple(sorted(clears)), tuple(sorted(t.writes)), number[t.target],
+                        tuple(sorted(r for r in clears if r >= 0)), tuple(sorted(t.writes)),
+                        number[t.target], marked and not projected,
+                        tuple(sorted(~r for r in clears if r < 0)), tuple(sorted(t.checks)),
                     )
-                    key = (id(t), new.clears)
+                    key = (id(t), clears)
                     if key in seen:
                         continue
                     seen.add(key)
@@ -455,7 +657,22 @@ class _Builder:
             register_names=tuple(self.registers),
             streams=tuple(self.streams),
             variable_registers=dict(self.var_register),
+            strategy_first=self.strategy_first,
         )
+
+
+def _reaches(start: int, goal: int, eps_out: dict[int, list[int]]) -> bool:
+    """Is ``goal`` ε-reachable from ``start``?"""
+    seen, todo = {start}, [start]
+    while todo:
+        q = todo.pop()
+        if q == goal:
+            return True
+        for n in eps_out.get(q, ()):
+            if n not in seen:
+                seen.add(n)
+                todo.append(n)
+    return False
 
 
 def _equivalent_to_gap(
@@ -482,7 +699,10 @@ def _equivalent_to_gap(
         return False
 
     def shape(ts: list[RTransition]) -> set[tuple[object, ...]]:
-        return {(t.mask, t.neg, t.guards, t.variables, t.clears, t.writes, t.target) for t in ts}
+        return {
+            (t.mask, t.neg, t.guards, t.variables, t.clears, t.writes, t.target, t.sets, t.checks)
+            for t in ts
+        }
 
     offered: set[tuple[object, ...]] = set()
     for g in targets:
@@ -535,13 +755,20 @@ def _collect_streams(p: ast.Pattern, out: list[str]) -> None:
 
 
 def compile_srt(
-    pattern: ast.Pattern, projection: frozenset[str] | None, *, with_streams: bool = False
+    pattern: ast.Pattern,
+    projection: frozenset[str] | None,
+    *,
+    with_streams: bool = False,
+    strategy_first: bool = False,
 ) -> SRT:
     """The ε-free SRT of a CEQL pattern (see the module docstring).
 
     ``with_streams``: the input says which stream each event comes from, so
     ``S>E`` also tests a stream bit (numbered after the predicates, whose
-    number a first pass finds).
+    number a first pass finds).  ``strategy_first`` (NEXT, LAST or MAX with a
+    projection): the strategy compares whole matches, so every event of a
+    match is marked, and the transitions whose events the projection drops
+    are ``hidden`` (the runtime projects the chosen matches).
     """
     expanded = without_empty(pattern)
     streams: list[str] = []
@@ -553,7 +780,7 @@ def compile_srt(
         _collect_types(pattern, counting.event_types)
         counting.build(expanded)
         base = len(counting.event_types) + len(counting.preds)
-    builder = _Builder(projection, streams, base)
+    builder = _Builder(projection, streams, base, strategy_first)
     _collect_types(pattern, builder.event_types)  # type bits first, as in Atoms
     return builder.finish(builder.build(expanded))
 

@@ -93,7 +93,7 @@ def pair_plan(
     type_column: str,
 ) -> list[PairStep] | None:
     """The pair join for this SRT and settings, or None when it does not apply."""
-    if window is None or partitioned or consume != "NONE" or limit is not None:
+    if window is None or partitioned or consume != "NONE" or limit is not None or srt.monitors:
         return None
     if strategy not in ("ALL", "ANY"):
         return None

@@ -40,6 +40,7 @@ state (TR §6); deduplication is what keeps iterations such as
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -81,6 +82,31 @@ def select(strategy: str, matches: list[tuple[int, tuple[int, ...]]]) -> list[tu
     return [best]
 
 
+def project_chosen(
+    strategy: str, found: list[tuple[int, tuple[int, ...]]]
+) -> list[tuple[int, tuple[int, ...]]]:
+    """NEXT, LAST or MAX with a projection: choose whole matches, then project them.
+
+    In an SRT compiled with ``strategy_first`` every event of a match is
+    marked, a ``hidden`` one as ``~position``: ``found`` holds, per accepting
+    run, the whole match and which of its events the projection keeps.  The
+    strategy chooses among the whole matches (docs/cel-semantics.md, "Order
+    of the clauses"); every run whose whole match was chosen gives its
+    projection (runs of one match may bind its events to different
+    variables, e.g. the two sides of an OR), each complex event once.
+    """
+    whole: dict[tuple[int, tuple[int, ...]], list[tuple[int, ...]]] = {}
+    for start, marked in found:
+        full = tuple(p if p >= 0 else ~p for p in marked)
+        whole.setdefault((start, full), []).append(tuple(p for p in marked if p >= 0))
+    chosen = select(strategy, list(whole))
+    out: dict[tuple[int, tuple[int, ...]], None] = {}
+    for start, full in chosen:
+        for kept in sorted(whole[(start, full)]):
+            out[(start, kept)] = None
+    return list(out)
+
+
 class RegisterEngine:
     """The evaluation state of one query with conditions between events (all partitions)."""
 
@@ -102,7 +128,18 @@ class RegisterEngine:
         self.limit = limit if limit is not None else UNLIMITED
         self.strategy = strategy
         self.strict = strategy == "STRICT"
-        self.visit_all = self.strict or srt.contiguous
+        self.visit_all = self.strict or srt.contiguous or bool(srt.monitors)
+        self.latest: list[dict[Hashable, int]] = [{} for _ in srt.monitors]
+        """Per UNLESS monitor and partition: the latest start of its matches ended so far."""
+        self.monitors: list[RegisterEngine] = []
+        """The right sides of UNLESS, run on every event before the query's runs."""
+        for m in srt.monitors:
+            monitor = RegisterEngine(
+                dataclasses.replace(m, monitors=()), window=window, partitioned=partitioned,
+                consume="NONE", limit=None, strategy="ALL", type_column=type_column,
+            )
+            monitor.latest = self.latest  # stepped with _step, event by event
+            self.monitors.append(monitor)
         self.runs: dict[Hashable, dict[Run, None]] = {}
         self.tau: int | float = NO_BOUND
         self._sweep_at = SWEEP_STEPS
@@ -167,6 +204,11 @@ class RegisterEngine:
             tau = NO_BOUND if window is None else time - window
             self.tau = tau
             self.steps += 1
+            for k, monitor in enumerate(self.monitors):  # inner UNLESS first (lower k)
+                ended = monitor._step(key, positions[i], time, bit_list[i], columns, i, tau)
+                if ended:
+                    latest = self.latest[k]
+                    latest[key] = max(latest.get(key, -1), max(s for s, _ in ended))
             found = self._step(key, positions[i], time, bit_list[i], columns, i, tau)
             if found:
                 self._emit(found, positions[i], key, out)
@@ -180,6 +222,8 @@ class RegisterEngine:
         without this sweep, keys seen once would keep their runs forever.
         Amortized: the next sweep waits for as many steps as runs remain.
         """
+        for monitor in self.monitors:
+            monitor._evict_expired(tau)
         live = 0
         for key in list(self.runs):
             kept = {run: None for run in self.runs[key] if run[3] >= tau}
@@ -204,6 +248,7 @@ class RegisterEngine:
         labelled, gaps, stationary, finals = srt.labelled, srt.gaps, srt.stationary, srt.finals
         dead = srt.dead
         strict = self.strict
+        latest = self.latest
         old = self.runs.get(key)
         new: dict[Run, None] = {}
         found: list[tuple[int, tuple[int, ...]]] = []
@@ -211,10 +256,12 @@ class RegisterEngine:
 
         def fire(t: Any, regs: tuple[Any, ...], start: int, stime: Any, marked: tuple[int, ...]) -> None:
             nonlocal event
-            if t.clears:
+            if t.clears or t.sets:
                 cleared = list(regs)
                 for r in t.clears:
                     cleared[r] = None
+                for r in t.sets:
+                    cleared[r] = pos
                 regs = tuple(cleared)
             if t.guards or t.writes:
                 if event is None:
@@ -222,13 +269,17 @@ class RegisterEngine:
                 for g in t.guards:
                     if not g(event, regs):
                         return
+            for r, k in t.checks:  # UNLESS: no match of its right side inside [start, now]
+                if latest[k].get(key, -1) >= regs[r]:
+                    return
+            if t.guards or t.writes:
                 if t.writes:
                     written = list(regs)
                     for r in t.writes:
                         written[r] = event
                     regs = tuple(written)
             if t.marked:
-                marked = (*marked, pos)
+                marked = (*marked, ~pos if t.hidden else pos)
             if not dead[t.target]:
                 new[(t.target, regs, start, stime, marked)] = None
             if t.target in finals:
@@ -261,7 +312,9 @@ class RegisterEngine:
         self, found: list[tuple[int, tuple[int, ...]]], end: int, key: Hashable, out: list[Found]
     ) -> None:
         unique = list(dict.fromkeys(found))
-        if self.strategy in ("NEXT", "LAST", "MAX"):
+        if self.srt.strategy_first:
+            unique = project_chosen(self.strategy, unique)
+        elif self.strategy in ("NEXT", "LAST", "MAX"):
             unique = select(self.strategy, unique)
         unique = unique[: self.limit]
         for start, marked in unique:

@@ -63,6 +63,11 @@ MISS_LIMIT = 0.1
 """Above this share of subset transitions computed rather than cached, runs are cheaper."""
 
 
+def _positions(positions: list[int], base: int, marks: tuple[int, ...]) -> tuple[int, ...]:
+    """The marked positions of a walk from its marked depths (``~d``, hidden: ``~position``)."""
+    return tuple(positions[base + j] if j >= 0 else ~positions[base + ~j] for j in marks)
+
+
 class _Plan:
     """What a subset does on an event with given unary bits: the lazily built minterm table.
 
@@ -124,6 +129,8 @@ class WindowedEngine(RegisterEngine):
             srt, window=window, partitioned=partitioned, consume=consume, limit=limit,
             strategy=strategy, type_column=type_column,
         )
+        if srt.monitors:
+            raise ValueError("the windowed runtime does not evaluate UNLESS: use the runs")
         self.pairs = None
         self.depth = int(window) + 1
         self.tree = Unrolling(srt, self.depth, strict=self.strict)
@@ -271,7 +278,7 @@ class WindowedEngine(RegisterEngine):
         found: Found = []
         for d, e in nxt.accepts:
             base = k - d - 1
-            found.append((positions[k - d], tuple(positions[base + j] for j in e.marks)))
+            found.append((positions[k - d], _positions(positions, base, e.marks)))
         part.subset = nxt.subset
         if not nxt.subset:  # only the root: no run needs the history (the sweep drops the key)
             events.clear()
@@ -318,7 +325,7 @@ class WindowedEngine(RegisterEngine):
                 base = last - d - 1
                 start = positions[last - d]
                 registers = tuple(None if j is None else events[base + j] for j in regs)
-                marked = tuple(positions[base + j] for j in marks)
+                marked = _positions(positions, base, marks)
                 runs[(state, registers, start, start, marked)] = None
             if runs:
                 self.runs[key] = runs
@@ -373,6 +380,8 @@ def choose_register_runtime(
     )
     if plan is not None:
         return "pairs"
+    if srt.monitors:
+        return "runs"  # UNLESS monitors run next to the runs only
     if PREFER_WINDOWED and isinstance(within, ast.EventsWindow) and within.count <= WINDOWED_MAX:
         return "windowed"
     return "runs"

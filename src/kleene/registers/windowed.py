@@ -298,7 +298,8 @@ class Edge:
     marked: bool
     accepting: bool
     marks: tuple[int, ...]
-    """The marked depths of the walk up to and including this edge (the complex event)."""
+    """The marked depths of the walk up to and including this edge (the complex event);
+    ``~d`` for a ``hidden`` one (see :class:`kleene.registers.automaton.RTransition`)."""
     child: int
     live: bool
     """The child can still accept within the depth (else only the report matters)."""
@@ -373,10 +374,10 @@ class Unrolling:
             clears: tuple[int, ...]
             if t is None:
                 target, mask, neg, guards, writes, clears = q, 0, 0, (), (), ()
-                marked = accepting = False
+                marked = accepting = hidden = False
             else:
                 target, mask, neg, guards = t.target, t.mask, t.neg, t.guards
-                writes, clears, marked = t.writes, t.clears, t.marked
+                writes, clears, marked, hidden = t.writes, t.clears, t.marked, t.hidden
                 accepting = t.target in srt.finals
             selection = list(regs)
             for r in clears:
@@ -384,7 +385,7 @@ class Unrolling:
             after = list(selection)
             for r in writes:
                 after[r] = d + 1
-            new_marks = (*marks, d + 1) if marked else marks
+            new_marks = (*marks, ~(d + 1) if hidden else d + 1) if marked else marks
             live = not srt.dead[target] and d + 1 + self.dist[target] <= self.depth
             if not (live or accepting):
                 continue

@@ -175,7 +175,7 @@ class Gate:
 
     def add(self, pos: int, time: int | float, snapshot: dict[int, int | float]) -> None:
         """The run starting at ``pos`` (time ``time``); ``snapshot``: the runs' latest starts at ``pos - 1``."""
-        late = NO_WINDOW
+        late: int | float = NO_WINDOW
         for p0 in self.states:
             v = snapshot.get(p0)
             if v is not None and v > late:

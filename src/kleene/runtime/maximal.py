@@ -49,11 +49,12 @@ gate accepts is not entered (:func:`kleene.runtime.enumeration.enumerate_filtere
 **Cost.**  Per event, one cached transition per class (their number depends
 on the query only), one start snapshot (a reference to the map of the
 automaton's states), and per set ``P`` in use one gate value and a heap
-push for the new start.  The gated enumeration is output-linear when the
-accepted starts are the earliest ones of the window (``A+ ; B``: a run
-that started at an earlier ``A`` takes the later ones); in general it may
-also walk the shared part of rejected runs that started after an accepted
-one.  See docs/semantics.md.
+push for the new start.  The gated enumeration costs the output on
+``A+ ; B`` (only the earliest start in the window passes; the walk steps
+past each later start in one node), but not in general: it may also walk
+the shared part of runs that fail the gate (a dominated start before the
+latest one that passes, or runs that started before the window mixed with
+runs that started after it).  See docs/semantics.md.
 """
 
 from __future__ import annotations

@@ -672,3 +672,56 @@ def test_like_uses_re2_full_match_semantics() -> None:
     for pattern in PATTERNS:
         for text in ["", "a", "ab", "ba", "aab", "abab"]:
             assert (re2.fullmatch(pattern, text) is None) == (re.fullmatch(pattern, text) is None)
+
+
+# ------------------------------------------------- per distinct value of a string column
+
+WORDS = ["MSFT", "AAPL", "msft", "", "Zed", "é"]
+
+
+@st.composite
+def string_preds(draw: st.DrawFn, depth: int = 2) -> ast.Pred:
+    """Predicates that read the string attribute ``s`` only (a number or another kind mixed in)."""
+    const = st.sampled_from([*WORDS, "B", "M", 3])
+    kind = draw(st.sampled_from(["cmp", "like", "in", "range"] + (["not", "and", "or"] if depth else [])))
+    if kind == "cmp":
+        op = draw(st.sampled_from(["==", "!=", "<", "<=", ">", ">="]))
+        left, right = A("s"), C(draw(const))
+        return cmp(op, *((left, right) if draw(st.booleans()) else (right, left)))
+    if kind == "like":
+        return ast.Like(A("s"), draw(st.sampled_from(["MS.*", ".*", "", "[a-z]+", "é|Zed"])))
+    if kind == "in":
+        return ast.InSet(A("s"), tuple(C(v) for v in draw(st.lists(const, max_size=3))), negated=draw(st.booleans()))
+    if kind == "range":
+        return ast.InRange(A("s"), C(draw(const)), C(draw(const)), negated=draw(st.booleans()))
+    if kind == "not":
+        return ast.PNot(draw(string_preds(depth - 1)))
+    pair = (draw(string_preds(depth - 1)), draw(string_preds(depth - 1)))
+    return ast.PAnd(*pair) if kind == "and" else ast.POr(*pair)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(string_preds(), min_size=1, max_size=4),
+    st.lists(st.sampled_from([*WORDS, None]), min_size=1, max_size=12),
+    st.sampled_from(["string", "large_string", "dictionary", "dictionary with null entries"]),
+)
+def test_predicates_on_one_string_column_per_distinct_value(preds: list[ast.Pred], values: list[Any], encode: str) -> None:
+    """Predicates reading one string column are evaluated on its distinct values, then spread.
+
+    Every bit must be what the reference semantics give row by row (nulls included, and
+    dictionaries whose entries are null).
+    """
+    column: pa.Array = pa.array(values, pa.string())
+    if encode == "large_string":
+        column = column.cast(pa.large_string())
+    elif encode == "dictionary":
+        column = column.dictionary_encode()
+    elif encode == "dictionary with null entries":
+        dictionary = pa.array([None, *dict.fromkeys(v for v in values if v is not None)], pa.string())
+        lookup = {v: i for i, v in enumerate(dictionary.to_pylist()) if v is not None}
+        column = pa.DictionaryArray.from_arrays(pa.array([lookup.get(v, 0) for v in values], pa.int32()), dictionary)
+    bits = PredicateTable([], preds).evaluate(pa.record_batch({"s": column})).tolist()
+    for k, pred in enumerate(preds):
+        expected = [bool(holds(pred, {"s": v})) for v in values]
+        assert [bool(b >> k & 1) for b in bits] == expected, pred

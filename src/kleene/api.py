@@ -25,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import os
+import sys
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -39,6 +41,7 @@ from kleene.automata.determinize import LazyDFA
 from kleene.automata.predicates import PredicateTable, infer_kinds
 from kleene.batches import EventRows, MatchBatch
 from kleene.io.badrows import BadRowPolicy
+from kleene.io.readers import read_batches
 from kleene.io.timecol import to_nanos
 from kleene.language import ast
 from kleene.language.checks import check
@@ -263,6 +266,9 @@ class Query:
         )
         self.requirements = self._requirements()
         self.partition_by = tuple(a for group in query.partition_by for a in group)
+        self.columns: tuple[str, ...] = self._read_columns()
+        """The input columns the query reads (type, filters, time, window, partitions,
+        stream): all a run needs when the events' data is not output."""
         window = query.within
         if isinstance(window, ast.DurationWindow) and time_column is None:
             raise UnsupportedError(
@@ -339,7 +345,13 @@ class Query:
         return getattr(self, "_last_session", self._session)
 
     def run(self, source: Any) -> Iterator[ComplexEvent]:
-        """Evaluate the query over a whole source, from a fresh state."""
+        """Evaluate the query over a whole source, from a fresh state.
+
+        ``source``: a file path (CSV, JSON Lines or Parquet), a pyarrow Table
+        or RecordBatch, an iterable of those or of event dicts, or a pandas
+        DataFrame.  :meth:`matches` and :meth:`match_batches` without events
+        read only :attr:`columns` of a file.
+        """
         session = Session(self)
         self._last_session = session
         for batch in _batches(source):
@@ -350,7 +362,7 @@ class Query:
         """Like :meth:`run`, but without the events' data (cheaper)."""
         session = Session(self)
         self._last_session = session
-        for batch in _batches(source):
+        for batch in _batches(source, pushdown(self.columns, self._policy_spec, events=False)):
             yield from session.feed(batch, with_events=False)
         yield from session.flush(with_events=False)
 
@@ -364,7 +376,7 @@ class Query:
         """
         session = Session(self)
         self._last_session = session
-        for batch in _batches(source):
+        for batch in _batches(source, pushdown(self.columns, self._policy_spec, events=events)):
             yield from session.feed_columns(batch, events=events)
         yield from session.flush_columns(events=events)
 
@@ -391,6 +403,18 @@ class Query:
         return out
 
     # -------------------------------------------------------------- helpers
+    def _read_columns(self) -> tuple[str, ...]:
+        names = [self.type_column]
+        for f in _filters(self.ast.where):
+            for atom in filter_atoms(f.condition):
+                names += sorted(_attributes(atom.pred) | {r.name for r in var_attrs(atom.pred)})
+        window = self.ast.within
+        if isinstance(window, ast.AttrWindow):
+            names.append(window.attr)
+        names += [c for c in (self.time_column, self.stream_column) if c is not None]
+        names += self.partition_by
+        return tuple(dict.fromkeys(names))
+
     def _requirements(self) -> dict[str, Requirement]:
         """Which attributes must be valid on which event types.
 
@@ -968,6 +992,16 @@ class Session(OrderedFeed):
         else:
             return None
         last = self.last_time
+        if (
+            times.dtype.kind in "iu"
+            and len(times)
+            and keep.all()
+            and (last is None or times[0] >= last)
+            and bool((times[1:] >= times[:-1]).all())
+        ):
+            # The usual case, rows already in time order: one vectorized check.
+            self.last_time = times[-1]
+            return times
         rows = np.flatnonzero(keep)
         if len(rows) and (
             times.dtype.kind in "iu"
@@ -1046,18 +1080,32 @@ def _no_cyclic_gc() -> Iterator[None]:
         gc.enable()
 
 
-def _batches(source: Any) -> Iterator[pa.RecordBatch]:
-    """Normalize every supported source into RecordBatches."""
+def pushdown(
+    columns: tuple[str, ...], policy: str | BadRowPolicy, *, events: bool
+) -> tuple[str, ...] | None:
+    """The columns to read from a file: all (None) when the output or the quarantine needs whole rows."""
+    mode = policy.mode if isinstance(policy, BadRowPolicy) else policy
+    return None if events or mode == "quarantine" else columns
+
+
+def _batches(source: Any, columns: Iterable[str] | None = None) -> Iterator[pa.RecordBatch]:
+    """Normalize every supported source into RecordBatches.
+
+    A file path is read with :func:`~kleene.io.readers.read_batches`; with
+    ``columns`` (the callers that need no event data pass the query's), only
+    those columns, strings as dictionaries (projection pushdown).
+    """
+    if isinstance(source, (str, os.PathLike)):
+        wanted = None if columns is None else tuple(columns)
+        yield from read_batches(os.fspath(source), columns=wanted, dictionary=wanted is not None)
+        return
     if isinstance(source, pa.RecordBatch):
         yield source
         return
     if isinstance(source, pa.Table):
         yield from source.to_batches()
         return
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover - pandas is optional
-        pd = None
+    pd = sys.modules.get("pandas")  # a DataFrame means pandas is imported: never import it here
     if pd is not None and isinstance(source, pd.DataFrame):
         yield from pa.Table.from_pandas(source, preserve_index=False).to_batches()
         return

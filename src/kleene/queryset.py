@@ -48,6 +48,7 @@ from kleene.api import (
     _batches,
     compile_parsed,
     number_rows,
+    pushdown,
 )
 from kleene.automata.conform import Requirement, conform
 from kleene.automata.shared import SharedPredicates
@@ -139,6 +140,8 @@ class QuerySet:
         stream_column: str | None = None,
     ) -> None:
         self.queries = list(queries)
+        self.columns = tuple(dict.fromkeys(c for q in self.queries for c in q.columns))
+        """The input columns any of the queries reads (see :attr:`kleene.Query.columns`)."""
         self.names = list(names)
         if len(set(self.names)) != len(self.names):
             raise KleeneError("query names must be unique")
@@ -208,7 +211,7 @@ class QuerySet:
         """Like :meth:`run`, without the events' data."""
         session = QuerySetSession(self)
         self._last_session = session
-        for batch in _batches(source):
+        for batch in _batches(source, pushdown(self.columns, self._policy_spec, events=False)):
             yield from session.feed(batch, with_events=False)
         yield from session.flush(with_events=False)
 
@@ -220,7 +223,7 @@ class QuerySet:
         """
         session = QuerySetSession(self)
         self._last_session = session
-        for batch in _batches(source):
+        for batch in _batches(source, pushdown(self.columns, self._policy_spec, events=events)):
             yield from session.feed_columns(batch, events=events)
         yield from session.flush_columns(events=events)
 

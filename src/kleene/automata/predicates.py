@@ -1070,12 +1070,46 @@ class PredicateTable:
         self._roots = [compiler.pred(p) for p in self.preds]
         self._slots = compiler.slots
         self._shifts = [np.uint64(len(self.event_types) + k) for k in range(len(self.preds))]
+        # Predicates that read one attribute only, by attribute: on a string
+        # column they are evaluated once per distinct value (see evaluate).
+        self._by_column: dict[str, list[int]] = {}
+        for k, p in enumerate(self.preds):
+            names = _attr_names([p])
+            if len(names) == 1:
+                self._by_column.setdefault(names[0], []).append(k)
         self._types = _NameBits(type_column, self.event_types, 0)
         self._streams = (
             None
             if stream_column is None or not self.streams
             else _NameBits(stream_column, self.streams, len(self.event_types) + len(self.preds))
         )
+
+    def _per_value(self, batch: pa.RecordBatch, out: np.ndarray) -> set[int]:
+        """Set the bits of the predicates on one string column from its distinct values.
+
+        Such a predicate's value on a row depends on the row's value only, so
+        it is evaluated on a small batch of the column's distinct values (and
+        one null, where null rows go), the bits of all of them are combined
+        per value, and one gather spreads them over the rows: one pass over
+        the batch for all predicates on the column instead of several each.
+        Returns the predicates done here.
+        """
+        done: set[int] = set()
+        for name, ks in self._by_column.items():
+            col = _per_value_column(batch, name, len(ks) > 1)
+            if col is None:
+                continue
+            dictionary, idx, valid = _dict_parts(col)
+            values = pa.concat_arrays([dictionary.cast(pa.large_string()), pa.nulls(1, pa.large_string())])
+            if valid is not None:
+                idx = np.where(valid, idx, len(dictionary))
+            ctx = _Ctx(pa.record_batch([values], names=[name]), self._slots)
+            table = np.zeros(len(values), np.uint64)
+            for k in ks:
+                table |= self._roots[k].get(ctx).astype(np.uint64) << self._shifts[k]
+            out |= table[idx]
+            done.update(ks)
+        return done
 
     def attributes(self) -> dict[str, str]:
         """Attribute -> the kind (``'number'``, ``'string'``, ``'boolean'``) its use implies.
@@ -1092,12 +1126,26 @@ class PredicateTable:
         self.evaluations += 1
         out = self._types.evaluate(batch)
         if self._roots:
+            done = self._per_value(batch, out) if self._by_column else ()
             ctx = _Ctx(batch, self._slots)
-            for root, shift in zip(self._roots, self._shifts, strict=True):
-                out |= root.get(ctx).astype(np.uint64) << shift
+            for k, (root, shift) in enumerate(zip(self._roots, self._shifts, strict=True)):
+                if k not in done:
+                    out |= root.get(ctx).astype(np.uint64) << shift
         if self._streams is not None:
             out |= self._streams.evaluate(batch)
         return out
+
+
+def _per_value_column(batch: pa.RecordBatch, name: str, several: bool) -> pa.Array | None:
+    """The string column ``name`` if it pays to evaluate its predicates per distinct value."""
+    i = batch.schema.get_field_index(name)
+    if i < 0:
+        return None
+    col = batch.column(i)
+    t = col.type
+    if pa.types.is_dictionary(t):
+        return col if _is_string(t.value_type) else None
+    return col if several and _is_string(t) else None
 
 
 def _is_string(t: pa.DataType) -> bool:

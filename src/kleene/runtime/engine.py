@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +56,27 @@ SWEEP_STEPS = 8192
 """Steps between two sweeps for expired partitions (at least)."""
 
 MAX_VISIT_LISTS = 64
+
+DENSE_CODES = 1 << 16
+"""Bit vectors below this are numbered by a lookup table instead of a sort."""
+
+
+def distinct(bits: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """(the distinct bit vectors, ascending; each event's number among them).
+
+    ``np.unique`` sorts (O(n log n), the largest cost of a selective batch);
+    when the bit vectors are small integers, as they are for queries with
+    few atoms, a presence table gives the same numbering in O(n).
+    """
+    if len(bits) and int(bits.max()) < DENSE_CODES:
+        small = bits.astype(np.intp)
+        present = np.bincount(small)
+        uniq = np.flatnonzero(present)
+        lut = np.zeros(len(present), dtype=np.intp)
+        lut[uniq] = np.arange(len(uniq))
+        return uniq.tolist(), lut[small]
+    uniq, inverse = np.unique(bits, return_inverse=True)
+    return uniq.tolist(), inverse.reshape(-1)
 """Distinct sets of active states per batch for which a visit list is built."""
 
 
@@ -169,23 +191,51 @@ class Engine:
         if cand is None:
             m = n
             cbits = bits
-            idx: list[int] | None = None
-            pos_list = positions.tolist() if isinstance(positions, np.ndarray) else positions
-            time_of = (
-                pos_list
-                if times is None
-                else (times.tolist() if isinstance(times, np.ndarray) else times)
-            )
+            pos_arr = np.asarray(positions)
+            time_src = pos_arr if times is None else time_arr
         else:
             m = len(cand)
             cbits = bits[cand]
-            idx = cand.tolist()
-            pos_list = np.asarray(positions)[cand].tolist()
-            time_of = pos_list if times is None else time_arr[cand].tolist()
-        uniq, inverse = np.unique(cbits, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        values: list[int] = uniq.tolist()
-        codes: list[int] = inverse.tolist()
+            pos_arr = np.asarray(positions)[cand]
+            time_src = pos_arr if times is None else time_arr[cand]
+        values, inverse = distinct(cbits)
+        # Python values per candidate (positions, times, codes, rows) are made
+        # for the candidates about to be visited only, while visits are sparse
+        # (dicts), and for all of them at the first dense visit (lists).
+        pos_list: Any = {}
+        time_of: Any = pos_list if times is None else {}
+        codes: Any = {}
+        idx: Any = None if cand is None else {}
+        is_dense = False
+        converted = 0
+
+        def provide(todo: list[int] | None, k: int) -> None:
+            """Make the Python values of ``todo[k:]`` (of every candidate if None) available.
+
+            Once the sparse conversions would add up to more than the batch,
+            everything is converted: at most twice the batch in all.
+            """
+            nonlocal pos_list, time_of, codes, idx, is_dense, converted
+            if is_dense:
+                return
+            if todo is not None:
+                converted += len(todo) - k
+            if todo is None or converted > m:
+                is_dense = True
+                pos_list = pos_arr.tolist()
+                time_of = pos_list if times is None else time_src.tolist()
+                codes = inverse.tolist()
+                idx = None if cand is None else cand.tolist()
+                return
+            ahead = todo[k:]
+            at = np.asarray(ahead, dtype=np.intp)
+            pos_list.update(zip(ahead, pos_arr[at].tolist()))
+            if times is not None:
+                time_of.update(zip(ahead, time_src[at].tolist()))
+            codes.update(zip(ahead, inverse[at].tolist()))
+            if cand is not None:
+                idx.update(zip(ahead, cand[at].tolist()))
+
         skip_tables: dict[frozenset[int], list[bool]] = {}
         visit_lists: dict[frozenset[int], list[int] | None] = {}
 
@@ -225,6 +275,7 @@ class Engine:
         active = self._active()
         todo = visits(active)
         skip = skip_table(active)
+        provide(todo, 0)
         k = 0
         j = 0
         key: Hashable = None
@@ -255,7 +306,7 @@ class Engine:
             if tau > self.tau:
                 self.tau = tau
             self.steps += 1
-            outputs = ev.step(pos, time, values[codes[j]], tau)  # type: ignore[arg-type]
+            outputs = ev.step(pos, time, values[codes[j]], tau)
             if outputs:
                 mark = len(out)
                 if nxt:
@@ -297,6 +348,7 @@ class Engine:
                     todo = visits(active)
                     if todo is not None:
                         k = bisect.bisect_left(todo, j)
+                    provide(todo, k)
 
     def _select(
         self, outputs: list[Node], tau: float, out: list[Found], limit: int, end: int, key: Hashable

@@ -1069,11 +1069,6 @@ def _no_cyclic_gc() -> Iterator[None]:
     repeated traversals of the live nodes cost ~40% of the evaluation time on
     output-heavy queries.  Collection resumes between batches, so a caller's
     own cycles are still collected.
-
-    At the end of a batch its surviving objects (the live tECS: more of them
-    the larger the window) are moved straight to the oldest generation
-    (:func:`_promote`) rather than traversed by the young collections that
-    would follow ``gc.enable()``.
     """
     if not gc.isenabled():
         yield
@@ -1082,35 +1077,7 @@ def _no_cyclic_gc() -> Iterator[None]:
     try:
         yield
     finally:
-        _promote()
         gc.enable()
-
-
-_full_gc_at = [0]
-"""The number of tracked objects after the last full collection :func:`_promote` made."""
-
-
-def _promote() -> None:
-    """Move every tracked object to the oldest generation: ``gc.freeze()`` then ``gc.unfreeze()``.
-
-    Both are constant-time list splices, and nothing stays frozen.  Not done
-    when someone else has frozen objects (a pre-fork server keeping pages
-    shared): unfreezing theirs would undo it.  The oldest generation is only
-    collected when Python's heuristic says so, and promoted objects do not
-    count towards it: so a full collection is run here whenever the number of
-    tracked objects has doubled since the last one (amortized constant per
-    object; a caller's cyclic garbage waits at most that long).
-    """
-    if gc.get_freeze_count():
-        return
-    gc.freeze()
-    tracked = gc.get_freeze_count()
-    gc.unfreeze()
-    if tracked > 2 * _full_gc_at[0] + 100_000:
-        gc.collect()
-        gc.freeze()
-        _full_gc_at[0] = gc.get_freeze_count()
-        gc.unfreeze()
 
 
 def pushdown(

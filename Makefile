@@ -50,7 +50,8 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
-# kleene and CORE side by side on the CORE paper's workloads (docs/benchmarks.md), ~10-15 min.
+# kleene and CORE side by side on the CORE paper's workloads (docs/benchmarks.md), ~45-50 min
+# (BENCH_ARGS="--events 200000" for a run of ~12 min).
 bench-core: $(BENCH_STAMP) $(CORE_STAMP)
 	$(BIN)/python -m benchmarks.suite $(BENCH_ARGS)
 

@@ -128,7 +128,9 @@ class Runner:
                "--input", str(data.resolve()), "--cpu", str(self.cpu)]
         if dump is not None:
             cmd += ["--dump", str(dump.resolve())]
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        # The benchmarks package from this checkout; a PYTHONPATH already set
+        # (e.g. another checkout's src, to benchmark it without installing) comes after.
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
         # CORE writes logs/logfile.log into its working directory: keep it in the scratch dir.
         proc = subprocess.run(cmd, cwd=self.scratch, env=env, capture_output=True, text=True, timeout=self.timeout)
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{") and '"engine"' in ln]
@@ -297,7 +299,7 @@ def machine() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=200_000, help="events per dataset (default 200,000)")
+    parser.add_argument("--events", type=int, default=1_000_000, help="events per dataset (default 1,000,000, the paper's prefixes)")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per engine and workload; the median is reported")
     parser.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="input file format (both engines)")
     parser.add_argument("--protocol", choices=PROTOCOLS, default="paper",

@@ -387,3 +387,27 @@ def test_shrink_finds_a_minimal_disagreement() -> None:
     assert sell["type"] == "SELL" and 100 < sell["price"] <= 110 and buy["type"] == "BUY"
     assert small.column("id").to_pylist() == [0, 1]
     assert judge.outputs(small) == ({(0, 1, 0, 1)}, set())
+
+
+def test_summary_checks_the_issue_targets() -> None:
+    """benchmarks.summary reads a run's results.json and states each target's figures."""
+    from benchmarks.summary import lines
+
+    def row(name: str, family: str, k: float, c: float, mem: float = 150.0, agree: bool = True) -> dict[str, Any]:
+        phases = [{"read": 0.1, "build": 0.6, "send": 0.2, "get_output": 0.1}]
+        return {
+            "workload": name, "family": family, "ratio": k / c, "kleene_eps": k, "core_eps": c, "agree": agree,
+            "kleene": {"peak_mib": [mem, mem + 2]}, "core": {"phases": phases},
+        }
+
+    result = {"rows": [
+        row("S3'", "P'", 12e6, 1e5, 150), row("S24'", "P'", 3e6, 1e5),
+        row("S3'x4", "sweep", 11e6, 1e5, 190), row("C1", "core", 2e5, 1e5, agree=False),
+    ]}
+    text = "\n".join(lines(result))
+    assert "min 2.00 (C1)" in text and "at least 3x on 3 of 4; below 3x: C1 (2.00)" in text
+    assert "DISAGREE on C1" in text
+    assert "P'_3/P'_24 = 4.00, target <= 3" in text
+    assert "loss 8%" in text and "151 -> 191 MiB (+26%" in text
+    assert "at least 10 M on 1 of 2; below: S24' (3.0 M)" in text
+    assert "60%-60%" in text

@@ -680,9 +680,10 @@ WORDS = ["MSFT", "AAPL", "msft", "", "Zed", "é"]
 
 
 @st.composite
-def string_preds(draw: st.DrawFn, depth: int = 2) -> ast.Pred:
-    """Predicates that read the string attribute ``s`` only (a number or another kind mixed in)."""
+def string_preds(draw: st.DrawFn, depth: int = 2, names: tuple[str, ...] = ("s",)) -> ast.Pred:
+    """Predicates that read the string attributes ``names`` only (a number mixed in)."""
     const = st.sampled_from([*WORDS, "B", "M", 3])
+    A = lambda _: ast.Attr(draw(st.sampled_from(names)))  # noqa: E731, N806
     kind = draw(st.sampled_from(["cmp", "like", "in", "range"] + (["not", "and", "or"] if depth else [])))
     if kind == "cmp":
         op = draw(st.sampled_from(["==", "!=", "<", "<=", ">", ">="]))
@@ -695,8 +696,8 @@ def string_preds(draw: st.DrawFn, depth: int = 2) -> ast.Pred:
     if kind == "range":
         return ast.InRange(A("s"), C(draw(const)), C(draw(const)), negated=draw(st.booleans()))
     if kind == "not":
-        return ast.PNot(draw(string_preds(depth - 1)))
-    pair = (draw(string_preds(depth - 1)), draw(string_preds(depth - 1)))
+        return ast.PNot(draw(string_preds(depth - 1, names)))
+    pair = (draw(string_preds(depth - 1, names)), draw(string_preds(depth - 1, names)))
     return ast.PAnd(*pair) if kind == "and" else ast.POr(*pair)
 
 
@@ -724,4 +725,35 @@ def test_predicates_on_one_string_column_per_distinct_value(preds: list[ast.Pred
     bits = PredicateTable([], preds).evaluate(pa.record_batch({"s": column})).tolist()
     for k, pred in enumerate(preds):
         expected = [bool(holds(pred, {"s": v})) for v in values]
+        assert [bool(b >> k & 1) for b in bits] == expected, pred
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(
+        st.builds(
+            lambda a, b, both: ast.PAnd(a, b) if both else ast.POr(a, b),
+            string_preds(1, ("s",)),
+            string_preds(1, ("t",)),
+            st.booleans(),
+        ),
+        min_size=4,
+        max_size=8,
+    ),
+    st.lists(st.tuples(st.sampled_from([*WORDS, None]), st.sampled_from([*WORDS, None])), min_size=1, max_size=12),
+    st.booleans(),
+)
+def test_predicates_on_two_string_columns_per_combination(
+    preds: list[ast.Pred], rows: list[tuple[Any, Any]], dictionary: bool
+) -> None:
+    """Many predicates over two string columns go per combination of values present.
+
+    Each predicate reads ``s`` then ``t``, so all of them form one group.
+    """
+    s, t = (pa.array([r[i] for r in rows], pa.string()) for i in (0, 1))
+    if dictionary:
+        s, t = s.dictionary_encode(), t.dictionary_encode()
+    bits = PredicateTable([], preds).evaluate(pa.record_batch({"s": s, "t": t})).tolist()
+    for k, pred in enumerate(preds):
+        expected = [bool(holds(pred, {"s": a, "t": b})) for a, b in rows]
         assert [bool(b >> k & 1) for b in bits] == expected, pred

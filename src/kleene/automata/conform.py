@@ -351,24 +351,28 @@ def conform(
         found.append((np.ones(n, bool), -1, type_column, _fixed(MISSING)))
 
     applies_cache: dict[frozenset[str], np.ndarray] = {}
-    for order, (attr, req) in enumerate(requirements.items()):
-        applies: np.ndarray | None
+
+    def rows_of(req: Requirement) -> np.ndarray:
+        """The rows whose type reads the attribute (only needed when some row has a problem)."""
         if req.event_types is None:
-            applies = np.ones(n, bool)
-        elif type_col is None:
-            applies = np.zeros(n, bool)  # every row is already bad for its type
-        else:
-            applies = applies_cache.get(req.event_types)
-            if applies is None:
-                applies = applies_cache[req.event_types] = _of_types(type_col, req.event_types)
+            return np.ones(n, bool)
+        if type_col is None:
+            return np.zeros(n, bool)  # every row is already bad for its type
+        applies = applies_cache.get(req.event_types)
+        if applies is None:
+            applies = applies_cache[req.event_types] = _of_types(type_col, req.event_types)
+        return applies
+
+    for order, (attr, req) in enumerate(requirements.items()):
         if attr not in index:
-            found.append((applies, order, attr, _fixed(MISSING)))
+            found.append((rows_of(req), order, attr, _fixed(MISSING)))
             continue
         i = index[attr]
         arr = batch.column(i)
         out, problems = _CONVERT[req.kind](arr)
         for mask, reasons in problems:
-            found.append((mask & applies, order, attr, reasons))
+            if mask.any():  # the usual case, no problem, costs no type lookup
+                found.append((mask & rows_of(req), order, attr, reasons))
         if out is not arr:
             old = batch.schema.field(i)
             field = pa.field(old.name, out.type, nullable=True, metadata=old.metadata)

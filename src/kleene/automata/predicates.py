@@ -40,6 +40,7 @@ the query checker, which knows the stream's schema.
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -1070,13 +1071,13 @@ class PredicateTable:
         self._roots = [compiler.pred(p) for p in self.preds]
         self._slots = compiler.slots
         self._shifts = [np.uint64(len(self.event_types) + k) for k in range(len(self.preds))]
-        # Predicates that read one attribute only, by attribute: on a string
-        # column they are evaluated once per distinct value (see evaluate).
-        self._by_column: dict[str, list[int]] = {}
+        # Predicates by the attributes they read: on string columns they are
+        # evaluated once per distinct combination of values (see _per_value).
+        self._by_columns: dict[tuple[str, ...], list[int]] = {}
         for k, p in enumerate(self.preds):
-            names = _attr_names([p])
-            if len(names) == 1:
-                self._by_column.setdefault(names[0], []).append(k)
+            names = tuple(_attr_names([p]))
+            if names:
+                self._by_columns.setdefault(names, []).append(k)
         self._types = _NameBits(type_column, self.event_types, 0)
         self._streams = (
             None
@@ -1085,29 +1086,63 @@ class PredicateTable:
         )
 
     def _per_value(self, batch: pa.RecordBatch, out: np.ndarray) -> set[int]:
-        """Set the bits of the predicates on one string column from its distinct values.
+        """Set the bits of the predicates on string columns from their distinct values.
 
-        Such a predicate's value on a row depends on the row's value only, so
-        it is evaluated on a small batch of the column's distinct values (and
-        one null, where null rows go), the bits of all of them are combined
-        per value, and one gather spreads them over the rows: one pass over
-        the batch for all predicates on the column instead of several each.
+        Such a predicate's value on a row depends on the row's values of its
+        columns only.  So the predicates reading the same string columns are
+        evaluated on a small batch of the distinct combinations of those
+        columns' values (a null is one more value), their bits are combined
+        per combination, and one gather spreads them over the rows: one pass
+        over the batch for all of them, instead of several passes each.
+        Only when the combinations are few (:data:`PER_VALUE_COMBINATIONS`).
         Returns the predicates done here.
         """
         done: set[int] = set()
-        for name, ks in self._by_column.items():
-            col = _per_value_column(batch, name, len(ks) > 1)
-            if col is None:
+        for names, ks in self._by_columns.items():
+            if len(names) > 1 and len(ks) < PER_VALUE_GROUP:
+                continue  # a few predicates: comparing each column's values is cheaper
+            cols = [_per_value_column(batch, name, len(ks) > 1 or len(names) > 1) for name in names]
+            if any(c is None for c in cols):
                 continue
-            dictionary, idx, valid = _dict_parts(col)
-            values = pa.concat_arrays([dictionary.cast(pa.large_string()), pa.nulls(1, pa.large_string())])
-            if valid is not None:
-                idx = np.where(valid, idx, len(dictionary))
-            ctx = _Ctx(pa.record_batch([values], names=[name]), self._slots)
-            table = np.zeros(len(values), np.uint64)
+            parts = [_dict_parts(c) for c in cols]
+            sizes = [len(d) + 1 for d, _, _ in parts]  # + 1: the null slot
+            # Every value of one column is evaluated, only the combinations
+            # present of several: either way, no more than the batch's rows.
+            if math.prod(sizes) > PER_VALUE_COMBINATIONS or (
+                len(names) == 1 and sizes[0] > 2 * batch.num_rows + 64
+            ):
+                continue
+            values = [
+                pa.concat_arrays([d.cast(pa.large_string()), pa.nulls(1, pa.large_string())])
+                for d, _, _ in parts
+            ]
+            codes = [idx if valid is None else np.where(valid, idx, len(d)) for d, idx, valid in parts]
+            if len(names) == 1:
+                code, rows = codes[0], [np.arange(sizes[0])]
+            else:
+                combined = codes[0]
+                for size, c in zip(sizes[1:], codes[1:]):
+                    combined = combined * size + c
+                present = np.flatnonzero(np.bincount(combined, minlength=math.prod(sizes)))
+                lut = np.zeros(math.prod(sizes), dtype=np.intp)
+                lut[present] = np.arange(len(present))
+                code = lut[combined]
+                rows, rest = [], present
+                for size in sizes[::-1]:
+                    rows.append(rest % size)
+                    rest = rest // size
+                rows.reverse()
+            # Dictionary columns over the values: the predicates compare each
+            # distinct value once, as they do on a dictionary-encoded batch.
+            mini = [
+                pa.DictionaryArray.from_arrays(pa.array(r, pa.int32()), v)
+                for r, v in zip(rows, values)
+            ]
+            ctx = _Ctx(pa.record_batch(mini, names=list(names)), self._slots)
+            table = np.zeros(len(rows[0]), np.uint64)
             for k in ks:
                 table |= self._roots[k].get(ctx).astype(np.uint64) << self._shifts[k]
-            out |= table[idx]
+            out |= table[code]
             done.update(ks)
         return done
 
@@ -1126,7 +1161,7 @@ class PredicateTable:
         self.evaluations += 1
         out = self._types.evaluate(batch)
         if self._roots:
-            done = self._per_value(batch, out) if self._by_column else ()
+            done = self._per_value(batch, out) if self._by_columns else ()
             ctx = _Ctx(batch, self._slots)
             for k, (root, shift) in enumerate(zip(self._roots, self._shifts, strict=True)):
                 if k not in done:
@@ -1134,6 +1169,13 @@ class PredicateTable:
         if self._streams is not None:
             out |= self._streams.evaluate(batch)
         return out
+
+
+PER_VALUE_COMBINATIONS = 1 << 16
+"""At most this many combinations of distinct values (nulls included) are evaluated per batch."""
+
+PER_VALUE_GROUP = 4
+"""Predicates reading several string columns go per combination when at least this many do."""
 
 
 def _per_value_column(batch: pa.RecordBatch, name: str, several: bool) -> pa.Array | None:

@@ -209,26 +209,28 @@ class Engine:
         is_dense = False
         converted = 0
 
-        def provide(todo: list[int] | None, k: int) -> None:
-            """Make the Python values of ``todo[k:]`` (of every candidate if None) available.
+        def provide(active: frozenset[int], k: int) -> None:
+            """Make the Python values of the candidates visited for ``active`` from the
+            ``k``-th on available (of every candidate when the visits are dense).
 
-            Once the sparse conversions would add up to more than the batch,
-            everything is converted: at most twice the batch in all.
+            Sparse conversions stop at a quarter of the batch: then everything is
+            converted, so a batch never costs more than 1.25 times one conversion.
             """
             nonlocal pos_list, time_of, codes, idx, is_dense, converted
             if is_dense:
                 return
-            if todo is not None:
-                converted += len(todo) - k
-            if todo is None or converted > m:
+            at = visit_arrays.get(active)
+            if at is not None:
+                at = at[k:]
+                converted += len(at)
+            if at is None or converted * 4 > m:
                 is_dense = True
                 pos_list = pos_arr.tolist()
                 time_of = pos_list if times is None else time_src.tolist()
                 codes = inverse.tolist()
                 idx = None if cand is None else cand.tolist()
                 return
-            ahead = todo[k:]
-            at = np.asarray(ahead, dtype=np.intp)
+            ahead = at.tolist()
             pos_list.update(zip(ahead, pos_arr[at].tolist()))
             if times is not None:
                 time_of.update(zip(ahead, time_src[at].tolist()))
@@ -238,6 +240,7 @@ class Engine:
 
         skip_tables: dict[frozenset[int], list[bool]] = {}
         visit_lists: dict[frozenset[int], list[int] | None] = {}
+        visit_arrays: dict[frozenset[int], np.ndarray] = {}  # the same as numpy, when sparse
 
         def skip_table(active: frozenset[int]) -> list[bool]:
             table = skip_tables.get(active)
@@ -266,6 +269,7 @@ class Engine:
                 index = np.flatnonzero(relevant[inverse])
                 if len(index) * 2 < m:
                     found = index.tolist()
+                    visit_arrays[active] = index
             visit_lists[active] = found
             return found
 
@@ -275,7 +279,7 @@ class Engine:
         active = self._active()
         todo = visits(active)
         skip = skip_table(active)
-        provide(todo, 0)
+        provide(active, 0)
         k = 0
         j = 0
         key: Hashable = None
@@ -348,7 +352,7 @@ class Engine:
                     todo = visits(active)
                     if todo is not None:
                         k = bisect.bisect_left(todo, j)
-                    provide(todo, k)
+                    provide(active, k)
 
     def _select(
         self, outputs: list[Node], tau: float, out: list[Found], limit: int, end: int, key: Hashable

@@ -41,7 +41,7 @@ from kleene.automata.determinize import LazyDFA
 from kleene.runtime.enumeration import Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
 from kleene.runtime.lookahead import Lookahead
-from kleene.runtime.maximal import MaxEvaluator, supported
+from kleene.runtime.maximal import MaxEvaluator, MaxRules, supported
 from kleene.runtime.nxt import NxtEvaluator, NxtRules
 from kleene.runtime.projection import Projector
 from kleene.runtime.strategies import last_match, maximal_matches
@@ -122,7 +122,8 @@ class Engine:
                 lambda: NxtEvaluator(dfa, rules)
             )
         elif settings.strategy == "MAX" and supported(dfa):
-            self._new = lambda: MaxEvaluator(dfa)
+            max_rules = MaxRules(dfa)
+            self._new = lambda: MaxEvaluator(dfa, max_rules)
         else:
             self._new = lambda: Evaluator(dfa)
         self.single = self._new()

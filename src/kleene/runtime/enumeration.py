@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 
-from kleene.runtime.tecs import OUTPUT, UNION, Node
+from kleene.runtime.tecs import FILTER, OUTPUT, UNION, Node
 
 Found = tuple[int, int, tuple[int, ...], Hashable]
 """A complex event as enumerated: ``(start, end, positions, partition_key)``."""
@@ -41,6 +41,10 @@ def enumerate_node(
     appended.  A :class:`Columns` ``out`` gets the same complex events in
     columns (:meth:`Columns.add_node`).
     """
+    if node[0] == FILTER:
+        found = enumerate_filtered(node, tau, limit, end, key)
+        out.extend(found)
+        return len(found)
     if out.__class__ is not list:
         return out.add_node(node, tau, limit, end, key)  # type: ignore[union-attr]
     if node[1] < tau or limit <= 0:
@@ -71,6 +75,48 @@ def enumerate_node(
                     return count
                 break
     return count
+
+
+def enumerate_filtered(node: Node, tau: int | float, limit: int, end: int, key: Hashable = None) -> list[Found]:
+    """The complex events of a MAX gate ``(FILTER, max, inner, late, hi)`` (:mod:`kleene.runtime.maximal`).
+
+    Those of ``inner`` that start at ``tau`` or later at a position ``b``
+    with ``late[b] < tau``.  The nodes below ``inner`` also keep their
+    earliest start (index 4): a subtree whose earliest start is after
+    ``hi``, the latest start the gate accepts, holds none of them and is not
+    entered.  The same left-first walk as :func:`enumerate_node`.
+    """
+    _, _, inner, late, hi = node
+    found: list[Found] = []
+    if inner[1] < tau or inner[4] > hi or limit <= 0:
+        return found
+    stack: list[tuple[Node, object]] = [(inner, None)]
+    pop, push, append = stack.pop, stack.append, found.append
+    while stack:
+        n, chain = pop()
+        while True:
+            kind = n[0]
+            if kind == OUTPUT:
+                chain = (n[2], chain)
+                n = n[3]
+            elif kind == UNION:
+                right = n[3]
+                if right[1] >= tau and right[4] <= hi:
+                    push((right, chain))
+                n = n[2]
+                if n[4] > hi:
+                    break
+            else:
+                if late[n[2]] < tau:
+                    positions = []
+                    while chain is not None:
+                        positions.append(chain[0])  # type: ignore[index]
+                        chain = chain[1]  # type: ignore[index]
+                    append((n[2], end, tuple(positions), key))
+                    if len(found) >= limit:
+                        return found
+                break
+    return found
 
 
 class Columns:

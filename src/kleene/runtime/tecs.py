@@ -29,7 +29,9 @@ from __future__ import annotations
 
 from typing import Any
 
-BOTTOM, OUTPUT, UNION = 0, 1, 2
+BOTTOM, OUTPUT, UNION, FILTER = 0, 1, 2, 3
+"""``FILTER`` is not a tECS node: ``(FILTER, max, node, late, hi)`` asks the enumeration for the
+complex events of ``node`` whose start passes a MAX gate (:mod:`kleene.runtime.maximal`)."""
 
 Node = Any
 """A tECS node: a tuple (bottom, output) or a list (union), see module doc."""

@@ -1097,6 +1097,8 @@ class PredicateTable:
         per combination, and one gather spreads them over the rows: one pass
         over the batch for all of them, instead of several passes each.
         Only when the combinations are few (:data:`PER_VALUE_COMBINATIONS`).
+        The bits per combination are kept (:attr:`_tables`) and reused while
+        the batches bring equal dictionaries, as a Parquet file's do.
         Returns the predicates done here.
         """
         done: set[int] = set()
@@ -1108,8 +1110,10 @@ class PredicateTable:
                 continue
             parts = [_dict_parts(c) for c in cols]
             sizes = [len(d) + 1 for d, _, _ in parts]  # + 1: the null slot
-            # Every value of one column is evaluated, only the combinations
-            # present of several: either way, no more than the batch's rows.
+            # Every value of one column is evaluated; of several columns, every
+            # combination when there are at most 4 per row (then the table is
+            # kept for later batches), else those present: either way, work
+            # within a few times the batch's rows.
             if math.prod(sizes) > PER_VALUE_COMBINATIONS or (
                 len(names) == 1 and sizes[0] > 2 * batch.num_rows + 64
             ):

@@ -56,6 +56,7 @@ SWEEP_STEPS = 8192
 """Steps between two sweeps for expired partitions (at least)."""
 
 MAX_VISIT_LISTS = 64
+"""Distinct sets of active states per batch for which a visit list is built."""
 
 DENSE_CODES = 1 << 16
 """Bit vectors below this are numbered by a lookup table instead of a sort."""
@@ -77,7 +78,6 @@ def distinct(bits: np.ndarray) -> tuple[list[int], np.ndarray]:
         return uniq.tolist(), lut[small]
     uniq, inverse = np.unique(bits, return_inverse=True)
     return uniq.tolist(), inverse.reshape(-1)
-"""Distinct sets of active states per batch for which a visit list is built."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,8 +200,9 @@ class Engine:
             time_src = pos_arr if times is None else time_arr[cand]
         values, inverse = distinct(cbits)
         # Python values per candidate (positions, times, codes, rows) are made
-        # for the candidates about to be visited only, while visits are sparse
-        # (dicts), and for all of them at the first dense visit (lists).
+        # for the candidates about to be visited only while visits are sparse
+        # (dicts), and for all of them (lists) at the first dense visit or once
+        # the sparse ones pass a quarter of the batch (see provide).
         pos_list: Any = {}
         time_of: Any = pos_list if times is None else {}
         codes: Any = {}

@@ -79,11 +79,14 @@ class Atoms:
         self.event_types: list[str] = []
         self.preds: list[ast.Pred] = []
         self.streams: list[str] = []
+        self._pred_index: tuple[list[ast.Pred], dict[object, int]] | None = None
+        """Bit number per predicate's structural key (for the list it was built from)."""
 
     def collect(self, pattern: ast.Pattern, *, with_streams: bool = False) -> None:
         """Number every event type first, then every distinct predicate, then every stream."""
         types: list[str] = []
         preds: list[ast.Pred] = []
+        seen: set[object] = set()
         streams: list[str] = []
 
         def walk(p: ast.Pattern) -> None:
@@ -94,7 +97,7 @@ class Atoms:
                     streams.append(p.stream)
             elif isinstance(p, ast.Filter):
                 walk(p.pattern)
-                _filter_preds(p.condition, preds)
+                _filter_preds(p.condition, preds, seen)
             elif isinstance(p, (ast.As, ast.Iter, ast.Star, ast.NotEvent)):
                 walk(p.pattern)
             else:
@@ -117,8 +120,13 @@ class Atoms:
         return mask
 
     def pred_mask(self, pred: ast.Pred) -> int:
-        keys = [structural_key(p) for p in self.preds]
-        return 1 << (len(self.event_types) + keys.index(structural_key(pred)))
+        index = self._pred_index
+        if index is None or index[0] is not self.preds or len(index[1]) != len(self.preds):
+            keys: dict[object, int] = {}
+            for i, p in enumerate(self.preds):
+                keys.setdefault(structural_key(p), i)
+            index = self._pred_index = (self.preds, keys)
+        return 1 << (len(self.event_types) + index[1][structural_key(pred)])
 
     def stream_mask(self, name: str) -> int:
         return 1 << (len(self.event_types) + len(self.preds) + self.streams.index(name))
@@ -140,15 +148,17 @@ class Atoms:
         )
 
 
-def _filter_preds(cond: ast.FilterExpr, out: list[ast.Pred]) -> None:
+def _filter_preds(cond: ast.FilterExpr, out: list[ast.Pred], seen: set[object]) -> None:
     # Deduplicated by structure, not ==: Const(True) == Const(1) in Python,
     # yet `b = true` and `b = 1` are different predicates.
     if isinstance(cond, ast.FilterAtom):
-        if all(structural_key(cond.pred) != structural_key(p) for p in out):
+        key = structural_key(cond.pred)
+        if key not in seen:
+            seen.add(key)
             out.append(cond.pred)
     else:
-        _filter_preds(cond.left, out)
-        _filter_preds(cond.right, out)
+        _filter_preds(cond.left, out, seen)
+        _filter_preds(cond.right, out, seen)
 
 
 class _Builder:

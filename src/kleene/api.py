@@ -358,19 +358,11 @@ class Query:
         DataFrame.  :meth:`matches` and :meth:`match_batches` without events
         read only :attr:`columns` of a file.
         """
-        session = Session(self)
-        self._last_session = session
-        for batch in _batches(source):
-            yield from session.feed(batch, with_events=True)
-        yield from session.flush(with_events=True)
+        yield from self._whole(source, events=True)
 
     def matches(self, source: Any) -> Iterator[Match]:
         """Like :meth:`run`, but without the events' data (cheaper)."""
-        session = Session(self)
-        self._last_session = session
-        for batch in _batches(source, pushdown(self.columns, self._policy_spec, events=False)):
-            yield from session.feed(batch, with_events=False)
-        yield from session.flush(with_events=False)
+        yield from self._whole(source, events=False)
 
     def match_batches(self, source: Any, *, events: bool = False) -> Iterator[MatchBatch]:
         """The bulk path: like :meth:`matches` (or :meth:`run` with ``events``), in columns.
@@ -380,11 +372,14 @@ class Query:
         order, without a Python object per complex event.  With ``events``,
         each batch can gather its events' data (``to_arrow()``, JSON Lines).
         """
+        yield from self._whole(source, events=events, columnar=True)
+
+    def _whole(self, source: Any, *, events: bool, columnar: bool = False) -> Iterator[Any]:
+        """A whole source through a fresh session (see :meth:`OrderedFeed.feed_all`)."""
         session = Session(self)
         self._last_session = session
-        for batch in _batches(source, pushdown(self.columns, self._policy_spec, events=events)):
-            yield from session.feed_columns(batch, events=events)
-        yield from session.flush_columns(events=events)
+        batches = _batches(source, pushdown(self.columns, self._policy_spec, events=events))
+        return session.feed_all(batches, with_events=events, columnar=columnar)
 
     def run_arrow(self, source: Any, *, events: bool = True) -> Iterator[pa.RecordBatch]:
         """The complex events as Arrow record batches (see :meth:`MatchBatch.to_arrow`)."""
@@ -687,6 +682,20 @@ class OrderedFeed:
         if self.reorder is None or not self.reorder.holding:
             return []
         return self._released(None, with_events=with_events, final=True)
+
+    def feed_all(
+        self, batches: Iterable[pa.RecordBatch], *, with_events: bool, columnar: bool = False
+    ) -> Iterator[Any]:
+        """A whole stream: every batch, then its end (``run``, ``matches``, ``match_batches``)."""
+        for batch in batches:
+            if columnar:
+                yield from self.feed_columns(batch, events=with_events)
+            else:
+                yield from self.feed(batch, with_events=with_events)
+        if columnar:
+            yield from self.flush_columns(events=with_events)
+        else:
+            yield from self.flush(with_events=with_events)
 
     def feed_columns(
         self, batch: pa.RecordBatch, *, events: bool = False, positions: np.ndarray | None = None

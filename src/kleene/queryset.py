@@ -201,19 +201,11 @@ class QuerySet:
         Complex events come in order of end position; at one end position,
         in the order of the queries.
         """
-        session = QuerySetSession(self)
-        self._last_session = session
-        for batch in _batches(source):
-            yield from session.feed(batch, with_events=True)
-        yield from session.flush(with_events=True)
+        yield from self._whole(source, events=True)
 
     def matches(self, source: Any) -> Iterator[QueryMatch]:
         """Like :meth:`run`, without the events' data."""
-        session = QuerySetSession(self)
-        self._last_session = session
-        for batch in _batches(source, pushdown(self.columns, self._policy_spec, events=False)):
-            yield from session.feed(batch, with_events=False)
-        yield from session.flush(with_events=False)
+        yield from self._whole(source, events=False)
 
     def match_batches(self, source: Any, *, events: bool = False) -> Iterator[MatchBatch]:
         """The bulk path (see :meth:`kleene.Query.match_batches`); ``query`` names each one's query.
@@ -221,11 +213,14 @@ class QuerySet:
         Each batch holds the complex events of every query for one input
         batch, in the order of :meth:`matches`.
         """
+        yield from self._whole(source, events=events, columnar=True)
+
+    def _whole(self, source: Any, *, events: bool, columnar: bool = False) -> Iterator[Any]:
+        """A whole source through a fresh session (see ``OrderedFeed.feed_all``)."""
         session = QuerySetSession(self)
         self._last_session = session
-        for batch in _batches(source, pushdown(self.columns, self._policy_spec, events=events)):
-            yield from session.feed_columns(batch, events=events)
-        yield from session.flush_columns(events=events)
+        batches = _batches(source, pushdown(self.columns, self._policy_spec, events=events))
+        return session.feed_all(batches, with_events=events, columnar=columnar)
 
     def run_arrow(self, source: Any, *, events: bool = True) -> Iterator[pa.RecordBatch]:
         """The complex events as Arrow record batches, with a ``query`` column."""

@@ -217,20 +217,6 @@ def _union(n1: Node, n2: Node, created: list[Node]) -> Node:
     return u
 
 
-def _insert(ul: list[Node], node: Node, created: list[Node]) -> None:
-    """:func:`tecs.insert` with :func:`_union`."""
-    m = node[1]
-    for i in range(1, len(ul)):
-        mi = ul[i][1]
-        if mi == m:
-            ul[i] = _union(ul[i], node, created)
-            return
-        if mi < m:
-            ul.insert(i, node)
-            return
-    ul.append(node)
-
-
 def _merge(ul: list[Node], created: list[Node]) -> Node:
     """:func:`tecs.merge` for nodes that keep their earliest start."""
     n = ul[-1]
@@ -356,7 +342,7 @@ class MaxEvaluator:
                 if target is None:
                     new[mc] = [node]
                 else:
-                    _insert(target, node, unions)
+                    tecs.insert(target, node, unions, _union)
             if uc != NONE:
                 target = new.get(uc)
                 if target is None:
@@ -364,7 +350,7 @@ class MaxEvaluator:
                 else:
                     if n is None:
                         n = ul[0] if len(ul) == 1 else _merge(ul, unions)
-                    _insert(target, n, unions)
+                    tecs.insert(target, n, unions, _union)
 
         self.plain = self.table = fresh
         self.runs = new

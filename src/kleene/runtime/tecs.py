@@ -71,10 +71,11 @@ def union(n1: Node, n2: Node, created: list[Node]) -> Node:
     return u
 
 
-def insert(ul: list[Node], node: Node, created: list[Node]) -> None:
+def insert(ul: list[Node], node: Node, created: list[Node], union: Any = union) -> None:
     """Insert a safe node into a union-list, keeping it sorted by ``max``.
 
     Precondition (Invariant 1 of appendix B.3): ``max(node) <= max(ul[0])``.
+    ``union`` joins two nodes of equal ``max`` (MAX's nodes use their own).
     """
     m = node[1]
     for i in range(1, len(ul)):

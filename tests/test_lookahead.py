@@ -109,7 +109,8 @@ def steps_and_matches(query: str, table: pa.Table, *, lookahead: bool) -> tuple[
 def test_a_final_event_that_never_occurs_leaves_nothing_to_step() -> None:
     """P'_n of the CORE paper: its last event never occurs.
 
-    Only the events whose window reaches past the end of their batch are visited.
+    The events whose window reaches past the end of their batch wait in the
+    engine's tail for the next batch, which finds them dead: none is stepped.
     """
     table = stock(20_000)
     query = (
@@ -120,7 +121,51 @@ def test_a_final_event_that_never_occurs_leaves_nothing_to_step() -> None:
     steps, found = steps_and_matches(query, table, lookahead=True)
     plain_steps, plain = steps_and_matches(query, table, lookahead=False)
     assert found == plain == []
-    assert plain_steps > 1000 and steps < 20 * 50  # 20 batches, a window of 50 at the end of each
+    assert plain_steps > 1000 and steps == 0
+
+
+def fed(query: str, batches: list[list[dict[str, Any]]], *, lookahead: bool) -> tuple[list[Any], int]:
+    q = kleene.compile(query)
+    q.lookahead = lookahead
+    session = q.session()
+    got = []
+    for rows in batches:
+        got += session.feed(pa.RecordBatch.from_pylist(rows), with_events=False)
+    return [(m.start, m.end, m.positions) for m in got], session.engine.steps
+
+
+def test_the_tail_of_a_batch_is_stepped_when_the_next_batch_completes_it() -> None:
+    """The first batch has no final-capable event: all of it waits, then the C's complete it."""
+    query = "SELECT * FROM S WHERE A as a; B as b; C as c PARTITION BY [k] WITHIN 10 [t]"
+    first = [{"type": t, "k": k, "t": i} for i, (t, k) in enumerate([("A", 1), ("A", 2), ("B", 1), ("B", 2)])]
+    second = [{"type": "C", "k": 1, "t": 5}, {"type": "C", "k": 2, "t": 6}]
+    found, steps = fed(query, [first, second], lookahead=True)
+    assert found == fed(query, [first, second], lookahead=False)[0]
+    assert found == [(0, 4, (0, 2, 4)), (1, 5, (1, 3, 5))]
+    assert steps == 6
+
+
+def test_a_tail_the_next_batch_leaves_behind_is_never_stepped() -> None:
+    query = "SELECT * FROM S WHERE A as a; B as b; C as c PARTITION BY [k] WITHIN 10 [t]"
+    first = [{"type": "A", "k": 1, "t": 0}, {"type": "A", "k": 2, "t": 1}, {"type": "B", "k": 1, "t": 2}]
+    second = [{"type": "B", "k": 2, "t": 20}, {"type": "A", "k": 1, "t": 21}]
+    third = [{"type": "B", "k": 1, "t": 22}, {"type": "C", "k": 1, "t": 23}, {"type": "C", "k": 2, "t": 23}]
+    found, steps = fed(query, [first, second, third], lookahead=True)
+    plain, plain_steps = fed(query, [first, second, third], lookahead=False)
+    assert found == plain == [(4, 6, (4, 5, 6))]
+    assert steps < plain_steps and steps <= 5  # the first batch's three are dead at the second
+
+
+def test_events_pushed_one_by_one_are_stepped_as_they_come() -> None:
+    """A one-event batch holds no tail longer than itself: pushes behave as before."""
+    table = stock(3_000)
+    query = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 150] AND b[price < 5] WITHIN 20 [t]"
+    q = kleene.compile(query)
+    pushed = [m for row in table.to_pylist() for m in q.push(row)]
+    batched = list(kleene.compile(query).matches(table.to_batches(max_chunksize=500)))
+    assert pushed and [(m.start, m.end, m.positions) for m in pushed] == [
+        (m.start, m.end, m.positions) for m in batched
+    ]
 
 
 def test_rare_final_events_keep_only_their_windows() -> None:

@@ -22,6 +22,9 @@ each visited event is then checked against its own partition's states.
 be in no complex event: it is skipped too, whatever the active states
 (:mod:`kleene.runtime.lookahead`).  The loop then runs over the remaining
 candidates only, and converts only their positions and times to Python.
+A batch's undecided tail (live events after its last final-capable event)
+is carried into the next batch (:class:`Tail`) instead of being stepped:
+no complex event ends in it, so outputs come at the same events as before.
 
 **Windows.**  ``tau = time - window`` is the earliest start a complex event
 ending now may have; enumeration prunes with it and runs older than it are
@@ -93,6 +96,61 @@ class Settings:
 
 
 
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """Live events after a batch's last final-capable event, held until the next batch.
+
+    No complex event ends at them, so deferring them delays no output; the
+    next batch tells which of them still reach a final-capable event within
+    the window (those are stepped before it) and which are dead (dropped, as
+    all are at the end of the stream).  Without it a batch's tail was stepped
+    every time: a window's worth of events per batch, more the wider the
+    window.  It is never longer than the batch that follows.
+    """
+
+    bits: np.ndarray
+    positions: np.ndarray
+    times: np.ndarray | None
+    """None when positions are the times."""
+    keys: list[list[Hashable]] | None
+
+    @classmethod
+    def of(
+        cls,
+        rows: np.ndarray,
+        bits: np.ndarray,
+        positions: np.ndarray,
+        times: np.ndarray | None,
+        keys: Sequence[Sequence[Hashable]] | None,
+    ) -> Tail:
+        """The given rows of a batch."""
+        picked = None if keys is None else [[col[i] for i in rows.tolist()] for col in keys]
+        return cls(bits[rows], positions[rows], None if times is None else times[rows], picked)
+
+    def __len__(self) -> int:
+        return len(self.bits)
+
+    def alive(self, horizon: int | float | None, window: int | float) -> Tail | None:
+        """The events that reach ``horizon`` (the next final-capable time) within the window."""
+        if horizon is None:
+            return self
+        times = self.positions if self.times is None else self.times
+        keep = (horizon - times) <= window
+        if keep.all():
+            return self
+        if not keep.any():
+            return None
+        return Tail.of(np.flatnonzero(keep), self.bits, self.positions, self.times, self.keys)
+
+    def __add__(self, other: Tail) -> Tail:
+        return Tail(
+            np.concatenate((self.bits, other.bits)),
+            np.concatenate((self.positions, other.positions)),
+            None if self.times is None or other.times is None else np.concatenate((self.times, other.times)),
+            None if self.keys is None or other.keys is None else [a + b for a, b in zip(self.keys, other.keys)],
+        )
+
+
 class Engine:
     """The evaluation state of one query over one stream (all partitions)."""
 
@@ -136,6 +194,8 @@ class Engine:
         self._sweep_at = SWEEP_STEPS
         self.tau: int | float = NO_BOUND
         """The window bound at the latest event: nothing before it is reachable."""
+        self.tail: Tail | None = None
+        """The previous batch's undecided tail, not stepped yet (see :class:`Tail`)."""
 
     def run_batch(
         self,
@@ -157,6 +217,57 @@ class Engine:
         n = len(positions)
         if n == 0:
             return
+        window = self.settings.window
+        bits = np.asarray(bits, dtype=np.uint64)
+        pos_arr = np.asarray(positions)
+        time_arr = pos_arr if times is None else np.asarray(times)
+        if window is not None:
+            # Nothing before this is reachable from the next batch on (the
+            # events' store is released up to here even if no event is visited).
+            self.tau = max(self.tau, time_arr[-1].item() - window)
+        projector = self.projector
+        if projector is not None:
+            # Every event, skipped or not: a chosen match is replayed over its span.
+            projector.log(pos_arr, bits, key_columns, time_arr[-1].item())
+            if window is not None:
+                projector.release(time_arr[0].item() - window)
+        if not (self.skip_inert and self.lookahead is not None and window is not None):
+            self._steps(bits, pos_arr, None if times is None else time_arr, key_columns, None, out)
+            return
+        # The candidate events: those that can reach a final state within the
+        # window; the live ones after the last final-capable event wait in
+        # the tail for the next batch.
+        split = self.lookahead.split(bits, time_arr, window)
+        tail = None if self.tail is None else self.tail.alive(split.horizon, window)
+        self.tail = None
+        live = split.live
+        if split.cut < n:
+            rest = np.arange(split.cut, n) if live is None else split.cut + np.flatnonzero(live[split.cut:])
+            held = len(rest) + (len(tail) if tail is not None and split.cut == 0 else 0)
+            if held <= n:  # else step them now: a tail is at most one batch long
+                new = Tail.of(rest, bits, pos_arr, None if times is None else time_arr, key_columns)
+                if tail is not None and split.cut == 0:
+                    new, tail = tail + new, None
+                self.tail = new
+                if live is None:
+                    live = np.ones(n, dtype=bool)
+                live[split.cut :] = False
+        if tail is not None:
+            self._steps(tail.bits, tail.positions, tail.times, tail.keys, None, out)
+        cand = None if live is None else np.flatnonzero(live)
+        if cand is None or len(cand):
+            self._steps(bits, pos_arr, None if times is None else time_arr, key_columns, cand, out)
+
+    def _steps(
+        self,
+        bits: np.ndarray,
+        positions: np.ndarray,
+        times: np.ndarray | None,
+        key_columns: Sequence[Sequence[Hashable]] | None,
+        cand: np.ndarray | None,
+        out: list[Found],
+    ) -> None:
+        """Algorithm 1 over the events ``cand`` of a batch (all when None), skipping inert ones."""
         dfa = self.dfa
         settings = self.settings
         window = settings.window
@@ -166,37 +277,17 @@ class Engine:
         selecting = settings.strategy == "LAST" or (
             settings.strategy == "MAX" and not isinstance(self.single, MaxEvaluator)
         )
-        bits = np.asarray(bits, dtype=np.uint64)
-        time_arr = np.asarray(positions if times is None else times)
-        if window is not None:
-            # Nothing before this is reachable from the next batch on (the
-            # events' store is released up to here even if no event is visited).
-            self.tau = max(self.tau, time_arr[-1].item() - window)
         projector = self.projector
-        if projector is not None:
-            # Every event, skipped or not: a chosen match is replayed over its span.
-            projector.log(np.asarray(positions), bits, key_columns, time_arr[-1].item())
-            if window is not None:
-                projector.release(time_arr[0].item() - window)
-        # The candidate events: those that can reach a final state within
-        # the window (all of them unless the lookahead applies).  The loop
-        # below runs over candidate numbers j; ``cand`` maps them to rows.
-        cand: np.ndarray | None = None
-        if self.skip_inert and self.lookahead is not None and window is not None:
-            live = self.lookahead.live(bits, time_arr, window)
-            if live is not None:
-                cand = np.flatnonzero(live)
-                if len(cand) == 0:
-                    return
+        time_arr = positions if times is None else times
         if cand is None:
-            m = n
+            m = len(positions)
             cbits = bits
-            pos_arr = np.asarray(positions)
-            time_src = pos_arr if times is None else time_arr
+            pos_arr = positions
+            time_src = time_arr
         else:
             m = len(cand)
             cbits = bits[cand]
-            pos_arr = np.asarray(positions)[cand]
+            pos_arr = positions[cand]
             time_src = pos_arr if times is None else time_arr[cand]
         values, inverse = distinct(cbits)
         # Python values per candidate (positions, times, codes, rows) are made

@@ -202,3 +202,24 @@ def test_an_event_is_dead_only_beyond_the_batch_horizon() -> None:
     # 0 and 1 reach the final-capable event at 5 within 4 (1 does, 0 does not);
     # after it, the one at 5 is beyond the window of the last time 10, 9 and 10 are not.
     assert live.tolist() == [False, True, True, False, True, True]
+
+
+def test_transparent_events_are_those_with_no_moving_bit() -> None:
+    """In `A ; B` an event of neither type moves no run; under STRICT every event does."""
+    where = parse_query("SELECT * FROM S WHERE A as a ; B as b FILTER b[v > 1]").where
+    atoms = Atoms()
+    atoms.collect(where)
+    la = Lookahead.of(compile_pattern(where, atoms))
+    assert la is not None
+    a, b = (atoms.type_mask(t) for t in "AB")
+    p = 1 << 2  # the one predicate, after the two types
+    bits = np.array([0, a, b, b | p], dtype=np.uint64)
+    moving = la.may_move(bits)
+    assert moving is not None
+    # a B without its predicate fires nothing from the state after A but its self-loop
+    assert moving.tolist() == [False, True, False, True]
+    strict = parse_query("SELECT * FROM S WHERE A as a : B as b").where
+    atoms = Atoms()
+    atoms.collect(strict)
+    la = Lookahead.of(compile_pattern(strict, atoms))
+    assert la is not None and la.may_move(bits) is None

@@ -243,6 +243,15 @@ class Engine:
         live = split.live
         if split.cut < n:
             rest = np.arange(split.cut, n) if live is None else split.cut + np.flatnonzero(live[split.cut:])
+            moving = self.lookahead.may_move(bits[rest])
+            if moving is not None:
+                # Transparent events need not wait: they change no run.  Except
+                # the first: it may follow a final-capable event, and stepping it
+                # out of a final state reshapes the tECS (the same complex events
+                # later, but in another order than pushing the events one by one).
+                if len(rest) and rest[0] == split.cut:
+                    moving[0] = True
+                rest = rest[moving]
             held = len(rest) + (len(tail) if tail is not None and split.cut == 0 else 0)
             if held <= n:  # else step them now: a tail is at most one batch long
                 new = Tail.of(rest, bits, pos_arr, None if times is None else time_arr, key_columns)

@@ -46,11 +46,19 @@ from kleene.automata.cea import CEA
 class Lookahead:
     """The final-capable test of one CEA, and the dead events of a batch."""
 
-    __slots__ = ("masks", "negs")
+    __slots__ = ("masks", "negs", "moving")
 
-    def __init__(self, guards: list[tuple[int, int]]) -> None:
+    def __init__(self, guards: list[tuple[int, int]], moving: int | None = None) -> None:
         self.masks = [np.uint64(m) for m, _ in guards]
         self.negs = [np.uint64(g) for _, g in guards]
+        self.moving = None if moving is None else np.uint64(moving)
+        """Bits one of which every event that can change a run has (None: no such test).
+
+        An event with none of them is *transparent*: from the initial state no
+        transition fires, from every other state only unmarked self-loops, so
+        stepping it changes no run (except that runs in states without
+        transitions, which can never output again, die).  The engine leaves
+        such events out of the tail it carries (:func:`moving_bits`)."""
 
     @classmethod
     def of(cls, cea: CEA) -> Lookahead | None:
@@ -60,7 +68,13 @@ class Lookahead:
         guards = sorted({(t.mask, t.neg) for t in cea.transitions if t.target in cea.finals})
         if any(mask == 0 and neg == 0 for mask, neg in guards):
             return None  # a TRUE transition into a final state: nothing is dead
-        return cls(guards)
+        return cls(guards, moving_bits(cea))
+
+    def may_move(self, bits: np.ndarray) -> np.ndarray | None:
+        """For each bit vector: may it change a run (None: every one may)?"""
+        if self.moving is None:
+            return None
+        return (bits & self.moving) != 0
 
     def final_capable(self, bits: np.ndarray) -> np.ndarray:
         """For each bit vector: does it fire some transition into a final state?"""
@@ -117,3 +131,28 @@ class Split(NamedTuple):
     horizon: int | float | None
     """The earliest time an event before the batch can reach a final-capable event by (None:
     no order, every earlier event may)."""
+
+
+def moving_bits(cea: CEA) -> int | None:
+    """The bits of :attr:`Lookahead.moving`: the highest bit of each transition's guard, over
+    the transitions that move a run (from the initial state: all; from the others: all
+    but unmarked self-loops).
+
+    None when some event with none of them may still change a run: a state
+    (other than the initial one) with transitions but no unconditional unmarked
+    self-loop (an event can end its runs, as under strict contiguity), or a
+    moving transition whose guard asks for no bit.
+    """
+    looping: set[int] = set()
+    bits = 0
+    for t in cea.transitions:
+        if t.source != cea.initial and t.target == t.source and not t.marked:
+            if t.mask == 0 and t.neg == 0:
+                looping.add(t.source)
+            continue
+        if t.mask == 0:
+            return None
+        bits |= 1 << (t.mask.bit_length() - 1)
+    if any(t.source != cea.initial and t.source not in looping for t in cea.transitions):
+        return None
+    return bits

@@ -781,11 +781,12 @@ def test_predicates_on_two_string_columns_per_combination(
         max_size=5,
     ),
 )
-def test_per_value_bits_are_reused_only_for_the_same_dictionaries(
+def test_per_value_bits_survive_dictionaries_that_change_between_batches(
     one: list[ast.Pred], two: list[ast.Pred], batches: list[tuple[list[tuple[int, int]], str]]
 ) -> None:
-    """One table over several batches: a dictionary seen before (the same array, or equal
-    values) reuses the bits computed for it; another dictionary is evaluated afresh."""
+    """One table over several batches whose dictionaries are the same array, equal values,
+    or other values in another order: the values are numbered across batches, and every
+    bit is still what the semantics give row by row."""
     preds = one + two
     table = PredicateTable([], preds)
     base = pa.array(["MSFT", None, "Zed", "é"], pa.string())
@@ -801,3 +802,30 @@ def test_per_value_bits_are_reused_only_for_the_same_dictionaries(
         for k, pred in enumerate(preds):
             expected = [bool(holds(pred, {"s": a, "t": b})) for a, b in values]
             assert [bool(b >> k & 1) for b in bits] == expected, (pred, kind)
+
+
+def test_per_value_bits_are_computed_once_for_reordered_dictionaries() -> None:
+    """Each Parquet row group has its own dictionary, the same values in another order: the
+    bits of the combinations are computed at the first batch only, and again at a new value."""
+    preds = [
+        ast.PAnd(cmp("==", A("s"), C(a)), cmp("==", A("t"), C(b)))
+        for a, b in [("x", "y"), ("y", "x"), ("x", "x"), ("z", "y")]
+    ]
+    table = PredicateTable([], preds)
+
+    def batch(order: list[str | None], rows: list[tuple[int, int]]) -> pa.RecordBatch:
+        dictionary = pa.array(order, pa.string())
+        s, t = (pa.DictionaryArray.from_arrays(pa.array([r[i] for r in rows], pa.int32()), dictionary) for i in (0, 1))
+        return pa.record_batch({"s": s, "t": t})
+
+    rows = [(0, 1), (1, 0), (0, 0), (2, 1), (1, 2)]
+    first = table.evaluate(batch(["x", "y", "z"], rows)).tolist()
+    seen = table._seen[("s", "t")]
+    assert seen is not None and seen.table is not None
+    bits = seen.table
+    # the same rows under a reordered dictionary: (y,x) (x,y) (y,y) (z,x) (x,z)
+    second = table.evaluate(batch(["y", "x", "z"], rows)).tolist()
+    assert seen.table is bits
+    assert first == [1, 2, 4, 8, 0] and second == [2, 1, 0, 0, 0]
+    third = table.evaluate(batch(["w", "x", "y"], [(1, 2), (0, 0)])).tolist()
+    assert seen.table is not bits and third == [1, 0]

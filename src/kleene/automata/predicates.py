@@ -1074,8 +1074,8 @@ class PredicateTable:
         # Predicates by the attributes they read: on string columns they are
         # evaluated once per distinct combination of values (see _per_value).
         self._by_columns: dict[tuple[str, ...], list[int]] = {}
-        self._tables: dict[tuple[str, ...], tuple[list[pa.Array], np.ndarray]] = {}
-        """Per group, the bits of every combination of the latest dictionaries (a cache)."""
+        self._seen: dict[tuple[str, ...], _SeenValues | None] = {}
+        """Per group, the values seen so far and the bits of their combinations (None: too many)."""
         for k, p in enumerate(self.preds):
             names = tuple(_attr_names([p]))
             if names:
@@ -1097,11 +1097,14 @@ class PredicateTable:
         per combination, and one gather spreads them over the rows: one pass
         over the batch for all of them, instead of several passes each.
         Only when the combinations are few (:data:`PER_VALUE_COMBINATIONS`).
-        The bits per combination are kept (:attr:`_tables`) and reused while
-        the batches bring equal dictionaries, as a Parquet file's do.
+        The values are numbered across batches (:class:`_SeenValues`), so the
+        bits of every combination are computed once, and again only when a
+        new value appears: each Parquet row group (and each CSV batch) brings
+        its own dictionary, mostly of the same values in another order.
         Returns the predicates done here.
         """
         done: set[int] = set()
+        n = batch.num_rows
         for names, ks in self._by_columns.items():
             if len(names) > 1 and len(ks) < PER_VALUE_GROUP:
                 continue  # a few predicates: comparing each column's values is cheaper
@@ -1109,63 +1112,56 @@ class PredicateTable:
             if any(c is None for c in cols):
                 continue
             parts = [_dict_parts(c) for c in cols]
-            sizes = [len(d) + 1 for d, _, _ in parts]  # + 1: the null slot
-            # Every value of one column is evaluated; of several columns, every
-            # combination when there are at most 4 per row (then the table is
-            # kept for later batches), else those present: either way, work
-            # within a few times the batch's rows.
-            if math.prod(sizes) > PER_VALUE_COMBINATIONS or (
-                len(names) == 1 and sizes[0] > 2 * batch.num_rows + 64
-            ):
-                continue
-            codes = [idx if valid is None else np.where(valid, idx, len(d)) for d, idx, valid in parts]
-            dictionaries = [d for d, _, _ in parts]
-            combined = codes[0]
-            for size, c in zip(sizes[1:], codes[1:]):
-                combined = combined * size + c
-            cached = self._tables.get(names)
-            if cached is not None and all(
-                a is b or a.equals(b) for a, b in zip(cached[0], dictionaries)
-            ):
-                # The same dictionaries as an earlier batch (Parquet repeats a
-                # column chunk's dictionary in each of its batches): same bits.
-                out |= cached[1][combined]
+            if len(names) == 1 and len(parts[0][0]) > 2 * n + 64:
+                continue  # more values than rows: compare the rows
+            seen = self._seen.get(names, _SeenValues.empty(len(names)))
+            codes = None if seen is None else seen.codes(parts)
+            if seen is not None and codes is None:
+                seen = None  # too many values to keep: per batch from now on
+            self._seen[names] = seen
+            if seen is not None and codes is not None and seen.size() <= 4 * n:
+                # Every combination of the values seen so far, kept for later batches.
+                if seen.table is None:
+                    seen.table = self._bits_of(names, ks, seen.columns(), np.arange(seen.size()))
+                out |= seen.table[seen.combine(codes)]
                 done.update(ks)
                 continue
-            everything = len(names) == 1 or (
-                all(pa.types.is_dictionary(c.type) for c in cols)  # type: ignore[union-attr]
-                and math.prod(sizes) <= 4 * batch.num_rows
+            # Only the combinations present in this batch.
+            sizes = [len(d) + 1 for d, _, _ in parts]  # + 1: the null slot
+            if math.prod(sizes) > PER_VALUE_COMBINATIONS:
+                continue
+            combined = _combine(
+                [idx if valid is None else np.where(valid, idx, len(d)) for d, idx, valid in parts], sizes
             )
-            if everything:  # every combination: the table serves later batches too
-                code, present = combined, np.arange(math.prod(sizes))
-            else:  # only the combinations present in this batch
-                present = np.flatnonzero(np.bincount(combined, minlength=math.prod(sizes)))
-                lut = np.zeros(math.prod(sizes), dtype=np.intp)
-                lut[present] = np.arange(len(present))
-                code = lut[combined]
-            rows, rest = [], present
-            for size in sizes[::-1]:
-                rows.append(rest % size)
-                rest = rest // size
-            rows.reverse()
-            # Dictionary columns over the values: the predicates compare each
-            # distinct value once, as they do on a dictionary-encoded batch.
-            mini = [
-                pa.DictionaryArray.from_arrays(
-                    pa.array(r, pa.int32()),
-                    pa.concat_arrays([d.cast(pa.large_string()), pa.nulls(1, pa.large_string())]),
-                )
-                for r, d in zip(rows, dictionaries)
-            ]
-            ctx = _Ctx(pa.record_batch(mini, names=list(names)), self._slots)
-            table = np.zeros(len(present), np.uint64)
-            for k in ks:
-                table |= self._roots[k].get(ctx).astype(np.uint64) << self._shifts[k]
-            if everything:
-                self._tables[names] = (dictionaries, table)
-            out |= table[code]
+            present = np.flatnonzero(np.bincount(combined, minlength=math.prod(sizes)))
+            lut = np.zeros(math.prod(sizes), dtype=np.intp)
+            lut[present] = np.arange(len(present))
+            values = [pa.concat_arrays([d.cast(pa.large_string()), pa.nulls(1, pa.large_string())]) for d, _, _ in parts]
+            out |= self._bits_of(names, ks, values, present)[lut[combined]]
             done.update(ks)
         return done
+
+    def _bits_of(
+        self, names: tuple[str, ...], ks: list[int], values: list[pa.Array], combinations: np.ndarray
+    ) -> np.ndarray:
+        """The bits of predicates ``ks`` on the given combinations of the columns' ``values``.
+
+        A combination is a number in the mixed radix of the value counts (the
+        last column varies fastest); each column's last value is its null.
+        """
+        rows, rest = [], combinations
+        for column in values[::-1]:
+            rows.append(rest % len(column))
+            rest = rest // len(column)
+        rows.reverse()
+        # Dictionary columns over the values: the predicates compare each
+        # distinct value once, as they do on a dictionary-encoded batch.
+        mini = [pa.DictionaryArray.from_arrays(pa.array(r, pa.int32()), v) for r, v in zip(rows, values)]
+        ctx = _Ctx(pa.record_batch(mini, names=list(names)), self._slots)
+        table = np.zeros(len(combinations), np.uint64)
+        for k in ks:
+            table |= self._roots[k].get(ctx).astype(np.uint64) << self._shifts[k]
+        return table
 
     def attributes(self) -> dict[str, str]:
         """Attribute -> the kind (``'number'``, ``'string'``, ``'boolean'``) its use implies.
@@ -1197,6 +1193,65 @@ PER_VALUE_COMBINATIONS = 1 << 16
 
 PER_VALUE_GROUP = 4
 """Predicates reading several string columns go per combination when at least this many do."""
+
+
+def _combine(codes: list[np.ndarray], sizes: list[int]) -> np.ndarray:
+    """Per row, the number of its combination of column codes (mixed radix ``sizes``)."""
+    combined = codes[0]
+    for size, c in zip(sizes[1:], codes[1:]):
+        combined = combined * size + c
+    return combined
+
+
+@dataclass(slots=True)
+class _SeenValues:
+    """The distinct values seen in a group of string columns, numbered in order of appearance.
+
+    Batches number a column's values differently (a Parquet row group, a CSV
+    batch: each has its own dictionary); mapping each batch's dictionary onto
+    these numbers (a lookup of its few entries) lets the bits of every
+    combination (:attr:`table`) serve every batch.  A null is numbered after
+    the values.
+    """
+
+    values: list[pa.Array]
+    """Per column, the values seen (large strings), in order of first appearance."""
+    table: np.ndarray | None = None
+    """The predicates' bits per combination (None: to compute, after new values)."""
+
+    @classmethod
+    def empty(cls, columns: int) -> _SeenValues:
+        return cls([pa.array([], pa.large_string()) for _ in range(columns)])
+
+    def size(self) -> int:
+        return math.prod(len(v) + 1 for v in self.values)
+
+    def columns(self) -> list[pa.Array]:
+        """Per column, its values then the null."""
+        return [pa.concat_arrays([v, pa.nulls(1, pa.large_string())]) for v in self.values]
+
+    def codes(self, parts: list[tuple[pa.Array, np.ndarray, np.ndarray | None]]) -> list[np.ndarray] | None:
+        """Per column, each row's value number (new values are numbered first);
+        None when the combinations would pass :data:`PER_VALUE_COMBINATIONS`."""
+        out = []
+        for c, (d, idx, valid) in enumerate(parts):
+            d = d.cast(pa.large_string())
+            pos = pc.index_in(d, value_set=self.values[c])
+            if pos.null_count > d.null_count:  # values not seen before
+                new = pc.unique(d.filter(pc.and_(pos.is_null(), d.is_valid())))
+                self.values[c] = pa.concat_arrays([self.values[c], new])
+                self.table = None
+                if self.size() > PER_VALUE_COMBINATIONS:
+                    return None
+                pos = pc.index_in(d, value_set=self.values[c])
+            null = len(self.values[c])
+            # One more entry, the null's: invalid rows point past the dictionary.
+            number = np.append(np.asarray(pos.fill_null(null)).astype(np.intp), null)
+            out.append(number[idx if valid is None else np.where(valid, idx, len(d))])
+        return out
+
+    def combine(self, codes: list[np.ndarray]) -> np.ndarray:
+        return _combine(codes, [len(v) + 1 for v in self.values])
 
 
 def _per_value_column(batch: pa.RecordBatch, name: str, several: bool) -> pa.Array | None:

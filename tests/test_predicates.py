@@ -820,12 +820,11 @@ def test_per_value_bits_are_computed_once_for_reordered_dictionaries() -> None:
 
     rows = [(0, 1), (1, 0), (0, 0), (2, 1), (1, 2)]
     first = table.evaluate(batch(["x", "y", "z"], rows)).tolist()
-    seen = table._seen[("s", "t")]
-    assert seen is not None and seen.table is not None
-    bits = seen.table
+    bits = table._tables[("s", "t")][1]
     # the same rows under a reordered dictionary: (y,x) (x,y) (y,y) (z,x) (x,z)
     second = table.evaluate(batch(["y", "x", "z"], rows)).tolist()
-    assert seen.table is bits
+    assert table._tables[("s", "t")][1] is bits
     assert first == [1, 2, 4, 8, 0] and second == [2, 1, 0, 0, 0]
-    third = table.evaluate(batch(["w", "x", "y"], [(1, 2), (0, 0)])).tolist()
-    assert seen.table is not bits and third == [1, 0]
+    # a new value: (x,y) (w,w), five times (the table covers 5 x 5 combinations: at most 4 per row)
+    third = table.evaluate(batch(["w", "x", "y"], [(1, 2), (0, 0)] * 5)).tolist()
+    assert table._tables[("s", "t")][1] is not bits and third == [1, 0] * 5

@@ -1074,8 +1074,11 @@ class PredicateTable:
         # Predicates by the attributes they read: on string columns they are
         # evaluated once per distinct combination of values (see _per_value).
         self._by_columns: dict[tuple[str, ...], list[int]] = {}
-        self._seen: dict[tuple[str, ...], _SeenValues | None] = {}
-        """Per group, the values seen so far and the bits of their combinations (None: too many)."""
+        self._seen: dict[str, _SeenValues | None] = {}
+        """Per string column, the values seen so far (None: too many to number)."""
+        self._tables: dict[tuple[str, ...], tuple[list[int], np.ndarray]] = {}
+        """Per group of columns, the bits of every combination of their values seen so far
+        (and how many values each column had then)."""
         for k, p in enumerate(self.preds):
             names = tuple(_attr_names([p]))
             if names:
@@ -1105,28 +1108,39 @@ class PredicateTable:
         """
         done: set[int] = set()
         n = batch.num_rows
+        numbered: dict[str, np.ndarray | None] = {}  # per column, this batch's value numbers
+
+        def number(name: str, col: pa.Array) -> np.ndarray | None:
+            if name not in numbered:
+                seen = self._seen.get(name, _SeenValues.empty())
+                numbered[name] = None if seen is None else seen.number(*_dict_parts(col))
+                self._seen[name] = None if numbered[name] is None else seen
+            return numbered[name]
+
         for names, ks in self._by_columns.items():
-            if len(names) > 1 and len(ks) < PER_VALUE_GROUP:
-                continue  # a few predicates: comparing each column's values is cheaper
             cols = [_per_value_column(batch, name, len(ks) > 1 or len(names) > 1) for name in names]
             if any(c is None for c in cols):
                 continue
-            parts = [_dict_parts(c) for c in cols]
-            if len(names) == 1 and len(parts[0][0]) > 2 * n + 64:
+            dictionaries = all(pa.types.is_dictionary(c.type) for c in cols)  # type: ignore[union-attr]
+            if len(ks) < PER_VALUE_GROUP and len(names) > 1 and not dictionaries:
+                continue  # a few predicates on plain strings: comparing each column is cheaper
+            if len(names) == 1 and dictionaries and len(cols[0].dictionary) > 2 * n + 64:  # type: ignore[union-attr]
                 continue  # more values than rows: compare the rows
-            seen = self._seen.get(names, _SeenValues.empty(len(names)))
-            codes = None if seen is None else seen.codes(parts)
-            if seen is not None and codes is None:
-                seen = None  # too many values to keep: per batch from now on
-            self._seen[names] = seen
-            if seen is not None and codes is not None and seen.size() <= 4 * n:
-                # Every combination of the values seen so far, kept for later batches.
-                if seen.table is None:
-                    seen.table = self._bits_of(names, ks, seen.columns(), np.arange(seen.size()))
-                out |= seen.table[seen.combine(codes)]
-                done.update(ks)
-                continue
+            codes = [number(name, c) for name, c in zip(names, cols)]
+            if all(c is not None for c in codes):
+                seen = [self._seen[name] for name in names]
+                sizes = [len(v.values) + 1 for v in seen]  # type: ignore[union-attr]
+                if math.prod(sizes) <= min(PER_VALUE_COMBINATIONS, 4 * n):
+                    # Every combination of the values seen so far, kept for later batches.
+                    cached = self._tables.get(names)
+                    if cached is None or cached[0] != sizes:
+                        columns = [v.column() for v in seen]  # type: ignore[union-attr]
+                        cached = self._tables[names] = (sizes, self._bits_of(names, ks, columns, np.arange(math.prod(sizes))))
+                    out |= cached[1][_combine(codes, sizes)]  # type: ignore[arg-type]
+                    done.update(ks)
+                    continue
             # Only the combinations present in this batch.
+            parts = [_dict_parts(c) for c in cols]
             sizes = [len(d) + 1 for d, _, _ in parts]  # + 1: the null slot
             if math.prod(sizes) > PER_VALUE_COMBINATIONS:
                 continue
@@ -1192,7 +1206,8 @@ PER_VALUE_COMBINATIONS = 1 << 16
 """At most this many combinations of distinct values (nulls included) are evaluated per batch."""
 
 PER_VALUE_GROUP = 4
-"""Predicates reading several string columns go per combination when at least this many do."""
+"""Predicates reading several plain string columns go per combination when at least this many
+do (dictionary-encoded columns always do: numbering their rows costs one gather per column)."""
 
 
 def _combine(codes: list[np.ndarray], sizes: list[int]) -> np.ndarray:
@@ -1205,53 +1220,41 @@ def _combine(codes: list[np.ndarray], sizes: list[int]) -> np.ndarray:
 
 @dataclass(slots=True)
 class _SeenValues:
-    """The distinct values seen in a group of string columns, numbered in order of appearance.
+    """The distinct values seen in one string column, numbered in order of appearance.
 
     Batches number a column's values differently (a Parquet row group, a CSV
     batch: each has its own dictionary); mapping each batch's dictionary onto
-    these numbers (a lookup of its few entries) lets the bits of every
-    combination (:attr:`table`) serve every batch.  A null is numbered after
-    the values.
+    these numbers (a lookup of its few entries) lets the bits computed for
+    every combination of values (``PredicateTable._tables``) serve every
+    batch.  A null is numbered after the values.
     """
 
-    values: list[pa.Array]
-    """Per column, the values seen (large strings), in order of first appearance."""
-    table: np.ndarray | None = None
-    """The predicates' bits per combination (None: to compute, after new values)."""
+    values: pa.Array
+    """The values seen (large strings), in order of first appearance."""
 
     @classmethod
-    def empty(cls, columns: int) -> _SeenValues:
-        return cls([pa.array([], pa.large_string()) for _ in range(columns)])
+    def empty(cls) -> _SeenValues:
+        return cls(pa.array([], pa.large_string()))
 
-    def size(self) -> int:
-        return math.prod(len(v) + 1 for v in self.values)
+    def column(self) -> pa.Array:
+        """The values, then the null."""
+        return pa.concat_arrays([self.values, pa.nulls(1, pa.large_string())])
 
-    def columns(self) -> list[pa.Array]:
-        """Per column, its values then the null."""
-        return [pa.concat_arrays([v, pa.nulls(1, pa.large_string())]) for v in self.values]
-
-    def codes(self, parts: list[tuple[pa.Array, np.ndarray, np.ndarray | None]]) -> list[np.ndarray] | None:
-        """Per column, each row's value number (new values are numbered first);
-        None when the combinations would pass :data:`PER_VALUE_COMBINATIONS`."""
-        out = []
-        for c, (d, idx, valid) in enumerate(parts):
-            d = d.cast(pa.large_string())
-            pos = pc.index_in(d, value_set=self.values[c])
-            if pos.null_count > d.null_count:  # values not seen before
-                new = pc.unique(d.filter(pc.and_(pos.is_null(), d.is_valid())))
-                self.values[c] = pa.concat_arrays([self.values[c], new])
-                self.table = None
-                if self.size() > PER_VALUE_COMBINATIONS:
-                    return None
-                pos = pc.index_in(d, value_set=self.values[c])
-            null = len(self.values[c])
-            # One more entry, the null's: invalid rows point past the dictionary.
-            number = np.append(np.asarray(pos.fill_null(null)).astype(np.intp), null)
-            out.append(number[idx if valid is None else np.where(valid, idx, len(d))])
-        return out
-
-    def combine(self, codes: list[np.ndarray]) -> np.ndarray:
-        return _combine(codes, [len(v) + 1 for v in self.values])
+    def number(self, d: pa.Array, idx: np.ndarray, valid: np.ndarray | None) -> np.ndarray | None:
+        """Each row's value number (:func:`_dict_parts` of the column); new values are numbered
+        first.  None when the values would pass :data:`PER_VALUE_COMBINATIONS`."""
+        d = d.cast(pa.large_string())
+        pos = pc.index_in(d, value_set=self.values)
+        if pos.null_count > d.null_count:  # values not seen before
+            new = pc.unique(d.filter(pc.and_(pos.is_null(), d.is_valid())))
+            self.values = pa.concat_arrays([self.values, new])
+            if len(self.values) >= PER_VALUE_COMBINATIONS:
+                return None
+            pos = pc.index_in(d, value_set=self.values)
+        null = len(self.values)
+        # One more entry, the null's: invalid rows point past the dictionary.
+        number = np.append(np.asarray(pos.fill_null(null)).astype(np.intp), null)
+        return number[idx if valid is None else np.where(valid, idx, len(d))]
 
 
 def _per_value_column(batch: pa.RecordBatch, name: str, several: bool) -> pa.Array | None:

@@ -1112,7 +1112,7 @@ class PredicateTable:
 
         def number(name: str, col: pa.Array) -> np.ndarray | None:
             if name not in numbered:
-                seen = self._seen.get(name, _SeenValues.empty())
+                seen = self._seen[name] if name in self._seen else _SeenValues.empty()
                 numbered[name] = None if seen is None else seen.number(*_dict_parts(col))
                 self._seen[name] = None if numbered[name] is None else seen
             return numbered[name]

@@ -1003,6 +1003,8 @@ class _NameBits:
                 dictionary = dictionary.cast(pa.string())
             pos = pc.index_in(dictionary, value_set=self.names).fill_null(none)
             per_value = self.masks[np.asarray(pos).astype(np.intp)]
+            if valid is None and len(per_value) and (per_value == per_value[0]).all():
+                return np.full(n, per_value[0], np.uint64)  # one name (or names of one meaning)
             out = per_value[idx] if len(per_value) else np.zeros(n, np.uint64)
             if valid is not None:
                 out[~valid] = 0
@@ -1231,6 +1233,9 @@ class _SeenValues:
 
     values: pa.Array
     """The values seen (large strings), in order of first appearance."""
+    last: tuple[pa.Array, np.ndarray] | None = None
+    """The latest dictionary and the numbers of its entries: batches of one Parquet row group
+    share a dictionary."""
 
     @classmethod
     def empty(cls) -> _SeenValues:
@@ -1243,17 +1248,22 @@ class _SeenValues:
     def number(self, d: pa.Array, idx: np.ndarray, valid: np.ndarray | None) -> np.ndarray | None:
         """Each row's value number (:func:`_dict_parts` of the column); new values are numbered
         first.  None when the values would pass :data:`PER_VALUE_COMBINATIONS`."""
-        d = d.cast(pa.large_string())
-        pos = pc.index_in(d, value_set=self.values)
-        if pos.null_count > d.null_count:  # values not seen before
-            new = pc.unique(d.filter(pc.and_(pos.is_null(), d.is_valid())))
-            self.values = pa.concat_arrays([self.values, new])
-            if len(self.values) >= PER_VALUE_COMBINATIONS:
-                return None
-            pos = pc.index_in(d, value_set=self.values)
-        null = len(self.values)
-        # One more entry, the null's: invalid rows point past the dictionary.
-        number = np.append(np.asarray(pos.fill_null(null)).astype(np.intp), null)
+        last = self.last
+        if last is not None and (last[0] is d or last[0].equals(d)):
+            number = last[1]
+        else:
+            large = d.cast(pa.large_string())
+            pos = pc.index_in(large, value_set=self.values)
+            if pos.null_count > large.null_count:  # values not seen before
+                new = pc.unique(large.filter(pc.and_(pos.is_null(), large.is_valid())))
+                self.values = pa.concat_arrays([self.values, new])
+                if len(self.values) >= PER_VALUE_COMBINATIONS:
+                    return None
+                pos = pc.index_in(large, value_set=self.values)
+            null = len(self.values)
+            # One more entry, the null's: invalid rows point past the dictionary.
+            number = np.append(np.asarray(pos.fill_null(null)).astype(np.intp), null)
+            self.last = (d, number)
         return number[idx if valid is None else np.where(valid, idx, len(d))]
 
 

@@ -242,16 +242,16 @@ class Engine:
         self.tail = None
         live = split.live
         if split.cut < n:
-            rest = np.arange(split.cut, n) if live is None else split.cut + np.flatnonzero(live[split.cut:])
-            moving = self.lookahead.may_move(bits[rest])
+            waits = np.ones(n - split.cut, dtype=bool) if live is None else live[split.cut :]
+            moving = self.lookahead.may_move(bits[split.cut :])
             if moving is not None:
                 # Transparent events need not wait: they change no run.  Except
                 # the first: it may follow a final-capable event, and stepping it
                 # out of a final state reshapes the tECS (the same complex events
                 # later, but in another order than pushing the events one by one).
-                if len(rest) and rest[0] == split.cut:
-                    moving[0] = True
-                rest = rest[moving]
+                moving[0] = True
+                waits = waits & moving
+            rest = split.cut + np.flatnonzero(waits)
             held = len(rest) + (len(tail) if tail is not None and split.cut == 0 else 0)
             if held <= n:  # else step them now: a tail is at most one batch long
                 new = Tail.of(rest, bits, pos_arr, None if times is None else time_arr, key_columns)

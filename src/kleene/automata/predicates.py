@@ -1110,12 +1110,19 @@ class PredicateTable:
         """
         done: set[int] = set()
         n = batch.num_rows
-        numbered: dict[str, np.ndarray | None] = {}  # per column, this batch's value numbers
+        numbered: dict[str, np.ndarray | None] = {}  # per column, its dictionary's value numbers
+        encoded: dict[str, tuple[pa.Array, np.ndarray, np.ndarray | None]] = {}
 
-        def number(name: str, col: pa.Array) -> np.ndarray | None:
+        def parts(name: str, col: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
+            if name not in encoded:
+                encoded[name] = _dict_parts(col)
+            return encoded[name]
+
+        def entries(name: str, col: pa.Array) -> np.ndarray | None:
             if name not in numbered:
                 seen = self._seen[name] if name in self._seen else _SeenValues.empty()
-                numbered[name] = None if seen is None else seen.number(*_dict_parts(col))
+                dictionary = col.dictionary if pa.types.is_dictionary(col.type) else parts(name, col)[0]
+                numbered[name] = None if seen is None else seen.entries(dictionary)
                 self._seen[name] = None if numbered[name] is None else seen
             return numbered[name]
 
@@ -1128,8 +1135,8 @@ class PredicateTable:
                 continue  # a few predicates on plain strings: comparing each column is cheaper
             if len(names) == 1 and dictionaries and len(cols[0].dictionary) > 2 * n + 64:  # type: ignore[union-attr]
                 continue  # more values than rows: compare the rows
-            codes = [number(name, c) for name, c in zip(names, cols)]
-            if all(c is not None for c in codes):
+            numbers = [entries(name, c) for name, c in zip(names, cols)]
+            if all(e is not None for e in numbers):
                 seen = [self._seen[name] for name in names]
                 sizes = [len(v.values) + 1 for v in seen]  # type: ignore[union-attr]
                 if math.prod(sizes) <= min(PER_VALUE_COMBINATIONS, 4 * n):
@@ -1138,21 +1145,22 @@ class PredicateTable:
                     if cached is None or cached[0] != sizes:
                         columns = [v.column() for v in seen]  # type: ignore[union-attr]
                         cached = self._tables[names] = (sizes, self._bits_of(names, ks, columns, np.arange(math.prod(sizes))))
-                    out |= cached[1][_combine(codes, sizes)]  # type: ignore[arg-type]
+                    rows = [lambda name=name, c=c: parts(name, c) for name, c in zip(names, cols)]
+                    out |= _spread(cached[1], sizes, cols, numbers, rows, n)  # type: ignore[arg-type]
                     done.update(ks)
                     continue
             # Only the combinations present in this batch.
-            parts = [_dict_parts(c) for c in cols]
-            sizes = [len(d) + 1 for d, _, _ in parts]  # + 1: the null slot
+            split = [parts(name, c) for name, c in zip(names, cols)]
+            sizes = [len(d) + 1 for d, _, _ in split]  # + 1: the null slot
             if math.prod(sizes) > PER_VALUE_COMBINATIONS:
                 continue
             combined = _combine(
-                [idx if valid is None else np.where(valid, idx, len(d)) for d, idx, valid in parts], sizes
+                [idx if valid is None else np.where(valid, idx, len(d)) for d, idx, valid in split], sizes
             )
             present = np.flatnonzero(np.bincount(combined, minlength=math.prod(sizes)))
             lut = np.zeros(math.prod(sizes), dtype=np.intp)
             lut[present] = np.arange(len(present))
-            values = [pa.concat_arrays([d.cast(pa.large_string()), pa.nulls(1, pa.large_string())]) for d, _, _ in parts]
+            values = [pa.concat_arrays([d.cast(pa.large_string()), pa.nulls(1, pa.large_string())]) for d, _, _ in split]
             out |= self._bits_of(names, ks, values, present)[lut[combined]]
             done.update(ks)
         return done
@@ -1212,6 +1220,35 @@ PER_VALUE_GROUP = 4
 do (dictionary-encoded columns always do: numbering their rows costs one gather per column)."""
 
 
+def _spread(
+    table: np.ndarray,
+    sizes: list[int],
+    cols: list[pa.Array],
+    numbers: list[np.ndarray],
+    parts: list[Callable[[], tuple[pa.Array, np.ndarray, np.ndarray | None]]],
+    n: int,
+) -> np.ndarray:
+    """Each row's bits from ``table`` (bits per combination of value numbers, radix ``sizes``).
+
+    Dictionary columns without nulls go through a small table over the
+    combinations of their dictionaries' entries, indexed by the rows' raw
+    dictionary indices: one gather per row instead of one per column and row.
+    """
+    if all(pa.types.is_dictionary(c.type) and not c.null_count and not c.dictionary.null_count for c in cols):
+        lens = [len(c.dictionary) for c in cols]
+        if math.prod(lens) <= 4 * n:
+            grid = numbers[0][: lens[0]]
+            for size, e, k in zip(sizes[1:], numbers[1:], lens[1:]):
+                grid = (grid[:, None] * size + e[None, :k]).reshape(-1)
+            raw = [np.asarray(c.indices) for c in cols]
+            return table[grid][_combine(raw, lens)]
+    codes = []
+    for e, part in zip(numbers, parts):  # per row: its entry's number (the null's if invalid)
+        _, idx, valid = part()
+        codes.append(e[idx if valid is None else np.where(valid, idx, len(e) - 1)])
+    return table[_combine(codes, sizes)]
+
+
 def _combine(codes: list[np.ndarray], sizes: list[int]) -> np.ndarray:
     """Per row, the number of its combination of column codes (mixed radix ``sizes``)."""
     combined = codes[0]
@@ -1245,26 +1282,24 @@ class _SeenValues:
         """The values, then the null."""
         return pa.concat_arrays([self.values, pa.nulls(1, pa.large_string())])
 
-    def number(self, d: pa.Array, idx: np.ndarray, valid: np.ndarray | None) -> np.ndarray | None:
-        """Each row's value number (:func:`_dict_parts` of the column); new values are numbered
+    def entries(self, d: pa.Array) -> np.ndarray | None:
+        """The number of each entry of dictionary ``d``, then the null's; new values are numbered
         first.  None when the values would pass :data:`PER_VALUE_COMBINATIONS`."""
         last = self.last
         if last is not None and (last[0] is d or last[0].equals(d)):
-            number = last[1]
-        else:
-            large = d.cast(pa.large_string())
+            return last[1]
+        large = d.cast(pa.large_string())
+        pos = pc.index_in(large, value_set=self.values)
+        if pos.null_count > large.null_count:  # values not seen before
+            new = pc.unique(large.filter(pc.and_(pos.is_null(), large.is_valid())))
+            self.values = pa.concat_arrays([self.values, new])
+            if len(self.values) >= PER_VALUE_COMBINATIONS:
+                return None
             pos = pc.index_in(large, value_set=self.values)
-            if pos.null_count > large.null_count:  # values not seen before
-                new = pc.unique(large.filter(pc.and_(pos.is_null(), large.is_valid())))
-                self.values = pa.concat_arrays([self.values, new])
-                if len(self.values) >= PER_VALUE_COMBINATIONS:
-                    return None
-                pos = pc.index_in(large, value_set=self.values)
-            null = len(self.values)
-            # One more entry, the null's: invalid rows point past the dictionary.
-            number = np.append(np.asarray(pos.fill_null(null)).astype(np.intp), null)
-            self.last = (d, number)
-        return number[idx if valid is None else np.where(valid, idx, len(d))]
+        null = len(self.values)
+        number = np.append(np.asarray(pos.fill_null(null)).astype(np.intp), null)
+        self.last = (d, number)
+        return number
 
 
 def _per_value_column(batch: pa.RecordBatch, name: str, several: bool) -> pa.Array | None:

@@ -180,11 +180,16 @@ def test_rare_final_events_keep_only_their_windows() -> None:
     assert steps * 5 < plain_steps
 
 
-def test_final_capable_events() -> None:
-    where = parse_query("SELECT * FROM S WHERE A ; (B as b OR C) FILTER b[v > 1]").where
+def lookahead_of(text: str) -> tuple[Lookahead | None, Atoms]:
+    """The lookahead of a query's pattern, and its atoms (to name the bits)."""
+    where = parse_query(text).where
     atoms = Atoms()
     atoms.collect(where)
-    la = Lookahead.of(compile_pattern(where, atoms))
+    return Lookahead.of(compile_pattern(where, atoms)), atoms
+
+
+def test_final_capable_events() -> None:
+    la, atoms = lookahead_of("SELECT * FROM S WHERE A ; (B as b OR C) FILTER b[v > 1]")
     assert la is not None
     a, b, c = (atoms.type_mask(t) for t in "ABC")
     p = 1 << 3  # the one predicate, after the three types
@@ -197,7 +202,7 @@ def test_an_event_is_dead_only_beyond_the_batch_horizon() -> None:
     la = Lookahead([(1, 0)])
     bits = np.array([2, 2, 1, 2, 2, 2], dtype=np.uint64)
     times = np.array([0, 1, 5, 5, 9, 10])
-    live = la.live(bits, times, 4)
+    live = la.split(bits, times, 4).live
     assert live is not None
     # 0 and 1 reach the final-capable event at 5 within 4 (1 does, 0 does not);
     # after it, the one at 5 is beyond the window of the last time 10, 9 and 10 are not.
@@ -206,10 +211,7 @@ def test_an_event_is_dead_only_beyond_the_batch_horizon() -> None:
 
 def test_transparent_events_are_those_with_no_moving_bit() -> None:
     """In `A ; B` an event of neither type moves no run; under STRICT every event does."""
-    where = parse_query("SELECT * FROM S WHERE A as a ; B as b FILTER b[v > 1]").where
-    atoms = Atoms()
-    atoms.collect(where)
-    la = Lookahead.of(compile_pattern(where, atoms))
+    la, atoms = lookahead_of("SELECT * FROM S WHERE A as a ; B as b FILTER b[v > 1]")
     assert la is not None
     a, b = (atoms.type_mask(t) for t in "AB")
     p = 1 << 2  # the one predicate, after the two types
@@ -218,8 +220,5 @@ def test_transparent_events_are_those_with_no_moving_bit() -> None:
     assert moving is not None
     # a B without its predicate fires nothing from the state after A but its self-loop
     assert moving.tolist() == [False, True, False, True]
-    strict = parse_query("SELECT * FROM S WHERE A as a : B as b").where
-    atoms = Atoms()
-    atoms.collect(strict)
-    la = Lookahead.of(compile_pattern(strict, atoms))
+    la, _ = lookahead_of("SELECT * FROM S WHERE A as a : B as b")
     assert la is not None and la.may_move(bits) is None

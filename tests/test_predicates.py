@@ -701,6 +701,27 @@ def string_preds(draw: st.DrawFn, depth: int = 2, names: tuple[str, ...] = ("s",
     return ast.PAnd(*pair) if kind == "and" else ast.POr(*pair)
 
 
+def two_column_preds(max_size: int) -> st.SearchStrategy[list[ast.Pred]]:
+    """At least four predicates that each read ``s`` then ``t`` (so all form one group)."""
+    return st.lists(
+        st.builds(
+            lambda a, b, both: ast.PAnd(a, b) if both else ast.POr(a, b),
+            string_preds(1, ("s",)),
+            string_preds(1, ("t",)),
+            st.booleans(),
+        ),
+        min_size=4,
+        max_size=max_size,
+    )
+
+
+def assert_bits(bits: list[int], preds: list[ast.Pred], rows: list[dict[str, Any]], *context: Any) -> None:
+    """Bit ``k`` of each row is what the reference semantics give for ``preds[k]`` on it."""
+    for k, pred in enumerate(preds):
+        expected = [bool(holds(pred, row)) for row in rows]
+        assert [bool(b >> k & 1) for b in bits] == expected, (pred, *context)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     st.lists(string_preds(), min_size=1, max_size=4),
@@ -723,23 +744,12 @@ def test_predicates_on_one_string_column_per_distinct_value(preds: list[ast.Pred
         lookup = {v: i for i, v in enumerate(dictionary.to_pylist()) if v is not None}
         column = pa.DictionaryArray.from_arrays(pa.array([lookup.get(v, 0) for v in values], pa.int32()), dictionary)
     bits = PredicateTable([], preds).evaluate(pa.record_batch({"s": column})).tolist()
-    for k, pred in enumerate(preds):
-        expected = [bool(holds(pred, {"s": v})) for v in values]
-        assert [bool(b >> k & 1) for b in bits] == expected, pred
+    assert_bits(bits, preds, [{"s": v} for v in values])
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
-    st.lists(
-        st.builds(
-            lambda a, b, both: ast.PAnd(a, b) if both else ast.POr(a, b),
-            string_preds(1, ("s",)),
-            string_preds(1, ("t",)),
-            st.booleans(),
-        ),
-        min_size=4,
-        max_size=8,
-    ),
+    two_column_preds(max_size=8),
     st.lists(st.tuples(st.sampled_from([*WORDS, None]), st.sampled_from([*WORDS, None])), min_size=1, max_size=12),
     st.booleans(),
 )
@@ -754,24 +764,13 @@ def test_predicates_on_two_string_columns_per_combination(
     if dictionary:
         s, t = s.dictionary_encode(), t.dictionary_encode()
     bits = PredicateTable([], preds).evaluate(pa.record_batch({"s": s, "t": t})).tolist()
-    for k, pred in enumerate(preds):
-        expected = [bool(holds(pred, {"s": a, "t": b})) for a, b in rows]
-        assert [bool(b >> k & 1) for b in bits] == expected, pred
+    assert_bits(bits, preds, [{"s": a, "t": b} for a, b in rows])
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     st.lists(string_preds(1, ("s",)), min_size=1, max_size=3),
-    st.lists(
-        st.builds(
-            lambda a, b, both: ast.PAnd(a, b) if both else ast.POr(a, b),
-            string_preds(1, ("s",)),
-            string_preds(1, ("t",)),
-            st.booleans(),
-        ),
-        min_size=4,
-        max_size=6,
-    ),
+    two_column_preds(max_size=6),
     st.lists(
         st.tuples(
             st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=10),
@@ -799,9 +798,7 @@ def test_per_value_bits_survive_dictionaries_that_change_between_batches(
         )
         bits = table.evaluate(pa.record_batch({"s": s, "t": t})).tolist()
         values = list(zip(s.to_pylist(), t.to_pylist()))
-        for k, pred in enumerate(preds):
-            expected = [bool(holds(pred, {"s": a, "t": b})) for a, b in values]
-            assert [bool(b >> k & 1) for b in bits] == expected, (pred, kind)
+        assert_bits(bits, preds, [{"s": a, "t": b} for a, b in values], kind)
 
 
 def test_per_value_bits_are_computed_once_for_reordered_dictionaries() -> None:

@@ -998,13 +998,14 @@ class _NameBits:
                 name = pa.scalar(name).cast(pa.string()).as_py()
             return np.array([self.mask_of.get(name, 0) if name is not None else 0], np.uint64)
         if pa.types.is_dictionary(col.type):  # look up the distinct names only
-            dictionary, idx, valid = _dict_parts(col)
+            dictionary = col.dictionary
             if not _is_string(dictionary.type):
                 dictionary = dictionary.cast(pa.string())
-            pos = pc.index_in(dictionary, value_set=self.names).fill_null(none)
+            pos = pc.index_in(dictionary, value_set=self.names).fill_null(none)  # a null entry: none
             per_value = self.masks[np.asarray(pos).astype(np.intp)]
-            if valid is None and len(per_value) and (per_value == per_value[0]).all():
+            if not col.null_count and len(per_value) and (per_value == per_value[0]).all():
                 return np.full(n, per_value[0], np.uint64)  # one name (or names of one meaning)
+            _, idx, valid = _dict_parts(col)
             out = per_value[idx] if len(per_value) else np.zeros(n, np.uint64)
             if valid is not None:
                 out[~valid] = 0
@@ -1145,8 +1146,7 @@ class PredicateTable:
                     if cached is None or cached[0] != sizes:
                         columns = [v.column() for v in seen]  # type: ignore[union-attr]
                         cached = self._tables[names] = (sizes, self._bits_of(names, ks, columns, np.arange(math.prod(sizes))))
-                    rows = [lambda name=name, c=c: parts(name, c) for name, c in zip(names, cols)]
-                    out |= _spread(cached[1], sizes, cols, numbers, rows, n)  # type: ignore[arg-type]
+                    out |= _spread(cached[1], sizes, names, cols, numbers, parts, n)  # type: ignore[arg-type]
                     done.update(ks)
                     continue
             # Only the combinations present in this batch.
@@ -1223,9 +1223,10 @@ do (dictionary-encoded columns always do: numbering their rows costs one gather 
 def _spread(
     table: np.ndarray,
     sizes: list[int],
+    names: tuple[str, ...],
     cols: list[pa.Array],
     numbers: list[np.ndarray],
-    parts: list[Callable[[], tuple[pa.Array, np.ndarray, np.ndarray | None]]],
+    parts: Callable[[str, pa.Array], tuple[pa.Array, np.ndarray, np.ndarray | None]],
     n: int,
 ) -> np.ndarray:
     """Each row's bits from ``table`` (bits per combination of value numbers, radix ``sizes``).
@@ -1243,8 +1244,8 @@ def _spread(
             raw = [np.asarray(c.indices) for c in cols]
             return table[grid][_combine(raw, lens)]
     codes = []
-    for e, part in zip(numbers, parts):  # per row: its entry's number (the null's if invalid)
-        _, idx, valid = part()
+    for name, c, e in zip(names, cols, numbers):  # per row: its entry's number (the null's if invalid)
+        _, idx, valid = parts(name, c)
         codes.append(e[idx if valid is None else np.where(valid, idx, len(e) - 1)])
     return table[_combine(codes, sizes)]
 

@@ -221,6 +221,7 @@ class Engine:
         bits = np.asarray(bits, dtype=np.uint64)
         pos_arr = np.asarray(positions)
         time_arr = pos_arr if times is None else np.asarray(times)
+        given = None if times is None else time_arr  # what _steps and Tail take: None for positions
         if window is not None:
             # Nothing before this is reachable from the next batch on (the
             # events' store is released up to here even if no event is visited).
@@ -232,7 +233,7 @@ class Engine:
             if window is not None:
                 projector.release(time_arr[0].item() - window)
         if not (self.skip_inert and self.lookahead is not None and window is not None):
-            self._steps(bits, pos_arr, None if times is None else time_arr, key_columns, None, out)
+            self._steps(bits, pos_arr, given, key_columns, None, out)
             return
         # The candidate events: those that can reach a final state within the
         # window; the live ones after the last final-capable event wait in
@@ -254,7 +255,7 @@ class Engine:
             rest = split.cut + np.flatnonzero(waits)
             held = len(rest) + (len(tail) if tail is not None and split.cut == 0 else 0)
             if held <= n:  # else step them now: a tail is at most one batch long
-                new = Tail.of(rest, bits, pos_arr, None if times is None else time_arr, key_columns)
+                new = Tail.of(rest, bits, pos_arr, given, key_columns)
                 if tail is not None and split.cut == 0:
                     new, tail = tail + new, None
                 self.tail = new
@@ -265,7 +266,7 @@ class Engine:
             self._steps(tail.bits, tail.positions, tail.times, tail.keys, None, out)
         cand = None if live is None else np.flatnonzero(live)
         if cand is None or len(cand):
-            self._steps(bits, pos_arr, None if times is None else time_arr, key_columns, cand, out)
+            self._steps(bits, pos_arr, given, key_columns, cand, out)
 
     def _steps(
         self,

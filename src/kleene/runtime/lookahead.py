@@ -86,14 +86,6 @@ class Lookahead:
             out |= fires
         return out
 
-    def live(self, bits: np.ndarray, times: np.ndarray, window: int | float) -> np.ndarray | None:
-        """The events that are not dead (see the module doc); None when all are live.
-
-        ``times`` are the events' times (positions for ``WITHIN n EVENTS``),
-        non-decreasing.
-        """
-        return self.split(bits, times, window).live
-
     def split(self, bits: np.ndarray, times: np.ndarray, window: int | float) -> Split:
         """The batch's live events, its undecided tail, and the horizon of earlier events.
 

@@ -18,8 +18,9 @@ same constructions without those self-loops.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from kleene.automata.cea import CEA, Transition
 from kleene.automata.predicates import structural_key
@@ -38,6 +39,36 @@ class _VT:
 
     def moved(self, source: int, target: int) -> _VT:
         return _VT(source, self.mask, self.labels, target, self.neg)
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+class StateNumbering(Generic[K]):
+    """The states of a product construction, numbered when first reached.
+
+    Calling it with a key (a pair of states, a state and a set...) gives the
+    key's state, made with ``new_state`` the first time; :meth:`pending`
+    hands out each new key once to be expanded, which may reach more.
+    """
+
+    def __init__(self, new_state: Callable[[], int]) -> None:
+        self.ids: dict[K, int] = {}
+        self._todo: list[K] = []
+        self._new = new_state
+
+    def __call__(self, key: K) -> int:
+        number = self.ids.get(key)
+        if number is None:
+            number = self.ids[key] = self._new()
+            self._todo.append(key)
+        return number
+
+    def pending(self) -> Iterator[tuple[K, int]]:
+        """``(key, state)`` for every key not expanded yet, the latest reached first."""
+        while self._todo:
+            key = self._todo.pop()
+            yield key, self.ids[key]
 
 
 MAX_UNLESS_BITS = 10
@@ -262,29 +293,19 @@ class _Builder:
         positions.  ``φ*`` counts as ``φ+`` here (the empty match is no match).
         """
         a, b = self.build(p.left), self.build(p.right)
-        ids: dict[tuple[int, int], int] = {}
-
-        def pair(x: int, y: int) -> int:
-            if (x, y) not in ids:
-                ids[(x, y)] = self.state()
-                todo.append((x, y))
-            return ids[(x, y)]
-
+        pair: StateNumbering[tuple[int, int]] = StateNumbering(self.state)
         out_a = _by_source(a.transitions)
         out_b = _by_source(b.transitions)
-        todo: list[tuple[int, int]] = []
-        initial = frozenset(pair(x, y) for x in a.initial for y in b.initial)
+        initial = frozenset(pair((x, y)) for x in a.initial for y in b.initial)
         ts: list[_VT] = []
-        while todo:
-            x, y = todo.pop()
+        for (x, y), source in pair.pending():
             for ta in out_a.get(x, ()):
                 for tb in out_b.get(y, ()):
                     mask, neg = ta.mask | tb.mask, ta.neg | tb.neg
                     if bool(ta.labels) != bool(tb.labels) or mask & neg:
                         continue
-                    source = ids[(x, y)]
-                    ts.append(_VT(source, mask, ta.labels | tb.labels, pair(ta.target, tb.target), neg))
-        finals = frozenset(i for (x, y), i in ids.items() if x in a.finals and y in b.finals)
+                    ts.append(_VT(source, mask, ta.labels | tb.labels, pair((ta.target, tb.target)), neg))
+        finals = frozenset(i for (x, y), i in pair.ids.items() if x in a.finals and y in b.finals)
         return _Fragment(tuple(ts), initial, finals)
 
     def _All(self, p: ast.All) -> _Fragment:  # noqa: N802
@@ -313,22 +334,12 @@ class _Builder:
             return found
 
         out_a, out_b = _by_source(a.transitions), _by_source(b.transitions)
-        ids: dict[tuple[int, int], int] = {}
-        todo: list[tuple[int, int]] = []
-
-        def pair(x: int, y: int) -> int:
-            if (x, y) not in ids:
-                ids[(x, y)] = self.state()
-                todo.append((x, y))
-            return ids[(x, y)]
-
-        start = pair(before, before)
+        pair: StateNumbering[tuple[int, int]] = StateNumbering(self.state)
+        start = pair((before, before))
         ts: list[_VT] = []
-        while todo:
-            x, y = todo.pop()
+        for (x, y), source in pair.pending():
             if (x, y) == (after, after):
                 continue  # both matches are complete: the run ends here
-            source = ids[(x, y)]
             for ta, nx in moves(a, out_a, x):
                 for tb, ny in moves(b, out_b, y):
                     if ta is None and tb is None and (x, y) == (before, before):
@@ -338,8 +349,8 @@ class _Builder:
                     if mask & neg:
                         continue
                     labels = (ta.labels if ta else frozenset()) | (tb.labels if tb else frozenset())
-                    ts.append(_VT(source, mask, labels, pair(nx, ny), neg))
-        finals = frozenset(i for key, i in ids.items() if key == (after, after))
+                    ts.append(_VT(source, mask, labels, pair((nx, ny)), neg))
+        finals = frozenset(i for key, i in pair.ids.items() if key == (after, after))
         return _Fragment(tuple(ts), frozenset({start}), finals)
 
     def _Unless(self, p: ast.Unless) -> _Fragment:  # noqa: N802
@@ -375,20 +386,10 @@ class _Builder:
                         nxt.add(t.target)
             return frozenset(nxt)
 
-        ids: dict[tuple[int, frozenset[int]], int] = {}
-        todo: list[tuple[int, frozenset[int]]] = []
-
-        def pair(q: int, subset: frozenset[int]) -> int:
-            if (q, subset) not in ids:
-                ids[(q, subset)] = self.state()
-                todo.append((q, subset))
-            return ids[(q, subset)]
-
-        initial = frozenset(pair(q, frozenset()) for q in a.initial)
+        pair: StateNumbering[tuple[int, frozenset[int]]] = StateNumbering(self.state)
+        initial = frozenset(pair((q, frozenset())) for q in a.initial)
         ts: list[_VT] = []
-        while todo:
-            q, subset = todo.pop()
-            source = ids[(q, subset)]
+        for (q, subset), source in pair.pending():
             for t in out_a.get(q, ()):
                 for value in valuations:
                     mask, neg = t.mask | value, t.neg | (relevant & ~value)
@@ -396,8 +397,8 @@ class _Builder:
                         continue
                     nxt = advance(subset, value)
                     if nxt is not None:
-                        ts.append(_VT(source, mask, t.labels, pair(t.target, nxt), neg))
-        finals = frozenset(i for (q, _), i in ids.items() if q in a.finals)
+                        ts.append(_VT(source, mask, t.labels, pair((t.target, nxt)), neg))
+        finals = frozenset(i for (q, _), i in pair.ids.items() if q in a.finals)
         return _Fragment(tuple(ts), initial, finals)
 
     def _Star(self, p: ast.Star) -> _Fragment:  # noqa: N802

@@ -52,7 +52,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kleene.automata.compile import NOT_LABEL
+from kleene.automata.compile import NOT_LABEL, StateNumbering
 from kleene.automata.predicates import structural_key
 from kleene.language import ast
 from kleene.language.conditions import (
@@ -437,14 +437,7 @@ class _Builder:
             else:
                 assert t.source == t.target, "unlabelled transitions are TRUE self-loops"
                 loops.add(t.source)
-        ids: dict[tuple[int, int], int] = {}
-        todo: list[tuple[int, int]] = []
-
-        def pair(x: int, y: int) -> int:
-            if (x, y) not in ids:
-                ids[(x, y)] = self.state()
-                todo.append((x, y))
-            return ids[(x, y)]
+        pair: StateNumbering[tuple[int, int]] = StateNumbering(self.state)
 
         out: list[_Cons] = []
 
@@ -466,27 +459,25 @@ class _Builder:
             self.cons.append(t)
             out.append(t)
 
-        start = pair(a.start, b.start)
-        while todo:
-            x, y = todo.pop()
-            source = ids[(x, y)]
+        start = pair((a.start, b.start))
+        for (x, y), source in pair.pending():
             for clears, x2 in eps_out.get(x, ()):
-                self.edge(source, pair(x2, y), clears)
+                self.edge(source, pair((x2, y)), clears)
             for clears, y2 in eps_out.get(y, ()):
-                self.edge(source, pair(x, y2), clears)
+                self.edge(source, pair((x, y2)), clears)
             for ta in labelled.get(x, ()):
                 for tb in labelled.get(y, ()):
-                    add(source, (ta, tb), pair(ta.target, tb.target))
+                    add(source, (ta, tb), pair((ta.target, tb.target)))
             if interleave:
                 begun = (x, y) != (a.start, b.start)
                 stay_a = x in loops or x == a.start or x == a.final
                 stay_b = y in loops or y == b.start or y == b.final
                 if stay_b:
                     for ta in labelled.get(x, ()):
-                        add(source, (ta,), pair(ta.target, y))
+                        add(source, (ta,), pair((ta.target, y)))
                 if stay_a:
                     for tb in labelled.get(y, ()):
-                        add(source, (tb,), pair(x, tb.target))
+                        add(source, (tb,), pair((x, tb.target)))
                 skip_a = x in loops or (x == a.start and begun) or (x == a.final and y != b.final)
                 skip_b = y in loops or (y == b.start and begun) or (y == b.final and x != a.final)
             else:
@@ -494,8 +485,8 @@ class _Builder:
             if skip_a and skip_b:
                 loop = _Cons(source, 0, set(), source)
                 self.cons.append(loop)
-        return _Frag(start, ids[(a.final, b.final)] if (a.final, b.final) in ids else self.state(),
-                     tuple(out))
+        final = pair.ids.get((a.final, b.final))
+        return _Frag(start, self.state() if final is None else final, tuple(out))
 
     def _Unless(self, p: ast.Unless) -> _Frag:  # noqa: N802
         """``φ1 UNLESS φ2``: a match of φ1 with no match of φ2 inside its interval.

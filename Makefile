@@ -15,7 +15,8 @@ BENCH_ARGS ?=
 
 .PHONY: demo test lint venv clean bench venv-core bench-core
 
-$(STAMP): pyproject.toml
+# setup.py compiles the Cython twins of the hot loops (src/kleene/*/*.pyx) in place.
+$(STAMP): pyproject.toml setup.py $(wildcard src/kleene/*/*.pyx)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -57,3 +58,4 @@ bench-core: $(BENCH_STAMP) $(CORE_STAMP)
 
 clean:
 	rm -rf $(VENV) $(CORE_VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .hypothesis
+	rm -f src/kleene/*/*.so src/kleene/*/_*.c

@@ -33,3 +33,20 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "filterwarnings", "ignore:PySpark does not yet fully support pandas:FutureWarning"
     )
+
+
+@pytest.fixture(params=["compiled", "pure"])
+def twins(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test with the compiled twins of the hot loops, then with their pure-Python
+    originals (kleene/native.py); the compiled run is skipped where they were not built."""
+    from kleene.io import writers
+    from kleene.runtime import enumeration
+
+    if request.param == "compiled":
+        if enumeration.WALK is enumeration.walk or writers._jsonl is None:
+            pytest.skip("the compiled twins are not built here")
+    else:
+        monkeypatch.setattr(enumeration, "WALK", enumeration.walk)
+        monkeypatch.setattr(writers, "LINE_ARRAY", writers._line_array)
+        monkeypatch.setattr(writers, "_jsonl", None)
+    return str(request.param)

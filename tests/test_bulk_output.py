@@ -6,7 +6,9 @@ generators draw (every operator, strategy, partitions, windows, CONSUME BY,
 LIMIT, several streams, conditions between events) and however the input is
 cut into batches.  ``JsonlWriter.write_batch`` must write, byte for byte, what
 ``JsonlWriter.write`` writes for each ``ComplexEvent``, and ``to_arrow`` must
-hold the same data as ``ComplexEvent.to_dict``.
+hold the same data as ``ComplexEvent.to_dict``.  Every test runs twice: with the compiled
+twins of the walk and of the JSON Lines layout (kleene/native.py), and with their pure-Python
+originals.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from kleene.runtime.enumeration import Columns, enumerate_node
 from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION
 from strategies import STREAM_KEY, cases, condition_cases
 from test_engine_vs_oracle import SUPPORTED_CEL, Case, compile_case, rows_of
+
+pytestmark = pytest.mark.usefixtures("twins")  # compiled twins, then pure Python (conftest.py)
 
 SLOW = settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
 

@@ -951,20 +951,15 @@ class Session(OrderedFeed):
         from (before the store releases anything), to gather their data later.
         """
         q = self.query
-        events = None
+        result = []
         if len(found):
+            batch = MatchBatch.from_columns(found, name=self.name, partition_names=q.partition_by)
             if with_events:
-                lo = min(min(found.starts), min(found.flat, default=found.starts[0]))
-                stored = self.store.snapshot(lo, max(found.run_ends))
+                lo = int(min(batch.start.min(), batch.positions.min(initial=batch.start[0])))
+                stored = self.store.snapshot(lo, int(batch.end.max()))
                 columns = None if q._attrs is None else (q.type_column, *q._attrs)
-                events = EventRows(stored, columns)
-            result = [
-                MatchBatch.from_columns(
-                    found, name=self.name, events=events, partition_names=q.partition_by
-                )
-            ]
-        else:
-            result = []
+                batch.events = EventRows(stored, columns)
+            result.append(batch)
         if with_events:
             self.store.release_before(self.engine.tau)
         return result

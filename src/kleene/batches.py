@@ -151,10 +151,10 @@ class MatchBatch:
     ) -> MatchBatch:
         n = len(cols.starts)
         counts = np.array(cols.run_counts, dtype=np.int64)
-        lengths = np.array(cols.lengths, dtype=np.int64)
+        lengths = np.frombuffer(cols.lengths, dtype=np.int64).copy()
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        flat = np.array(cols.flat, dtype=np.int64)
+        flat = np.frombuffer(cols.flat, dtype=np.int64).copy()
         runs_ascending = np.zeros(len(counts), dtype=bool)
         runs_ascending[cols.found_runs] = True
         if len(flat) and not cols.found_runs:
@@ -173,7 +173,7 @@ class MatchBatch:
         if any(k is not None for k in keys):
             partition = [k for k, c in zip(keys, cols.run_counts) for k in repeat(k, c)]
         return cls(
-            np.array(cols.starts, dtype=np.int64),
+            np.frombuffer(cols.starts, dtype=np.int64).copy(),
             np.repeat(np.array(cols.run_ends, dtype=np.int64), counts),
             offsets,
             flat,

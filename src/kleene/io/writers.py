@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kleene.language.errors import KleeneError
+from kleene.native import load
 
 if TYPE_CHECKING:
     from kleene.batches import MatchBatch
@@ -292,7 +293,19 @@ def json_rows(batch: pa.RecordBatch | pa.Table, *, ensure_ascii: bool = False) -
         parts.append(("{" if i == 0 else ", ") + key + ": ")
         parts.append(json_values(batch.column(i), ensure_ascii=ensure_ascii))
     parts.append("}")
-    return _concat(parts, n)
+    if _jsonl is None:
+        return _concat(parts, n)
+    # The compiled twin of _concat: one pass, no intermediate per column pair.
+    texts = [p.cast(pa.large_string()) for p in parts[1::2]]
+    offsets = [
+        np.frombuffer(t.buffers()[1], dtype=np.int64)[t.offset : t.offset + n + 1] for t in texts
+    ]
+    datas = [
+        np.zeros(0, np.uint8) if t.buffers()[2] is None else np.frombuffer(t.buffers()[2], dtype=np.uint8)
+        for t in texts
+    ]
+    text, row_offsets = _jsonl.join([c.encode() for c in parts[0::2]], offsets, datas)
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(row_offsets), pa.py_buffer(text))
 
 
 def _concat(parts: list[Any], n: int) -> pa.Array:
@@ -318,6 +331,45 @@ def _rendered_rows(batch: pa.RecordBatch, ensure_ascii: bool) -> tuple[pa.Array,
     return rows, pc.binary_join_element_wise(pa.scalar(", ", large), rows, pa.scalar("", large))
 
 
+Texts = tuple[list[str], "np.ndarray | None"]
+"""Distinct texts and each line's index into them (None: the first text for every line)."""
+
+
+def _heads_and_tails(batch: MatchBatch, ensure_ascii: bool) -> tuple[Texts, Texts]:
+    """What comes before ``start`` in each line, and after its last event.
+
+    Heads: ``{"start": `` or, with several queries, ``{"query": NAME, "start": ``.  Tails:
+    ``]}`` and a newline or, under PARTITION BY, ``], "partition": [KEY]}`` and a newline.
+    """
+    if batch.query is None:
+        heads: Texts = (['{"start": '], None)
+    else:
+        names = {q: i for i, q in enumerate(dict.fromkeys(batch.query))}
+        heads = (
+            ['{"query": ' + dumps(q, ensure_ascii=ensure_ascii) + ', "start": ' for q in names],
+            np.array([names[q] for q in batch.query], dtype=np.int64),
+        )
+    if batch.partition is None:
+        return heads, (["]}\n"], None)
+    texts: list[str] = []
+    seen: dict[Any, int] = {}
+    index = []
+    keys: list[Any] = batch.partition
+    for key in keys:
+        # Keyed with the values' types too: 1, 1.0 and True are equal keys
+        # of a dict but render differently.
+        tagged = None if key is None else (key, tuple(map(type, key)))
+        i = seen.get(tagged)
+        if i is None:
+            i = seen[tagged] = len(texts)
+            texts.append(
+                "]}\n" if key is None
+                else '], "partition": ' + dumps(list(key), ensure_ascii=ensure_ascii) + "}\n"
+            )
+        index.append(i)
+    return heads, (texts, np.array(index, dtype=np.int64))
+
+
 def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
     """One JSON line (with its newline) per complex event of an unmerged batch (large_string).
 
@@ -326,19 +378,16 @@ def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
     strings; the events are the rendered input rows (``", "`` in front from
     the second on).  All pieces go into one array and a single ``take`` lays
     the lines out, so the bulk of the text (the events) is copied once.
+    ``kleene.io._jsonl`` is the compiled twin (:func:`_compiled_line_array`).
     """
     n = len(batch)
     events = batch.events
     if events is None:
         raise ValueError("this batch has no events' data: ask for it with events=True")
-    parts: list[Any] = []
-    if batch.query is not None:
-        names = {q: '{"query": ' + dumps(q, ensure_ascii=ensure_ascii) + ", " for q in set(batch.query)}
-        parts.append(pa.array([names[q] for q in batch.query], pa.string()))
-        parts.append('"start": ')
-    else:
-        parts.append('{"start": ')
-    parts += [
+    (head_texts, head_of), (tail_texts, tail_of) = _heads_and_tails(batch, ensure_ascii)
+    heads: Any = head_texts[0] if head_of is None else pa.array(head_texts).take(pa.array(head_of))
+    parts: list[Any] = [
+        heads,
         pc.cast(pa.array(batch.start), pa.string()),
         ', "end": ',
         pc.cast(pa.array(batch.end), pa.string()),
@@ -347,25 +396,9 @@ def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
         '], "events": [',
     ]
     heads = _concat(parts, n)
-    if batch.partition is not None:
-        cache: dict[Any, str] = {}
-
-        def tail(key: Any) -> str:
-            if key is None:
-                return "]}\n"
-            # Keyed with the values' types too: 1, 1.0 and True are equal keys
-            # of a dict but render differently.
-            tagged = (key, tuple(map(type, key)))
-            text = cache.get(tagged)
-            if text is None:
-                text = cache[tagged] = (
-                    '], "partition": ' + dumps(list(key), ensure_ascii=ensure_ascii) + "}\n"
-                )
-            return text
-
-        tails = pa.array([tail(k) for k in batch.partition], pa.string())
-    else:
-        tails = pa.array(["]}\n"], pa.string())
+    tails = pa.array(tail_texts, pa.string())
+    if tail_of is not None:
+        tails = tails.take(pa.array(tail_of))
     # Each stored input row rendered once (kept with its stored batch), as is
     # and after ", " (the events after the first of a line).
     rendered, separated = events.derived(
@@ -398,11 +431,44 @@ def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
     )
 
 
+def _compiled_line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
+    """:func:`_line_array` by ``kleene.io._jsonl``: the same lines, laid out in one pass."""
+    events = batch.events
+    if events is None:
+        raise ValueError("this batch has no events' data: ask for it with events=True")
+    (head_texts, head_of), (tail_texts, tail_of) = _heads_and_tails(batch, ensure_ascii)
+    (rendered,) = events.derived(
+        ("json rows", ensure_ascii),
+        lambda b: (json_rows(b, ensure_ascii=ensure_ascii).cast(pa.large_string()),),
+    )
+    row_offsets = np.frombuffer(rendered.buffers()[1], dtype=np.int64)
+    row_offsets = row_offsets[rendered.offset : rendered.offset + len(rendered) + 1]
+    data = rendered.buffers()[2]
+
+    def ints(a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a, dtype=np.int64)
+
+    assert _jsonl is not None
+    text, line_offsets = _jsonl.lines(
+        ints(batch.start), ints(batch.end), ints(batch.offsets), ints(batch.positions),
+        ints(events.rows(batch.positions)), ints(row_offsets),
+        np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8),
+        [t.encode() for t in head_texts], head_of,
+        [t.encode() for t in tail_texts], tail_of,
+    )
+    return pa.LargeStringArray.from_buffers(len(batch), pa.py_buffer(line_offsets), pa.py_buffer(text))
+
+
+_jsonl = load("kleene.io._jsonl")
+LINE_ARRAY = _line_array if _jsonl is None else _compiled_line_array
+"""How :func:`json_bytes` lays lines out: the compiled twin when it is built (:mod:`kleene.native`)."""
+
+
 def json_bytes(batch: MatchBatch, *, ensure_ascii: bool = False) -> memoryview:
     """The JSON Lines of a batch of complex events (with events' data), UTF-8, without a copy."""
     if not len(batch):
         return memoryview(b"")
-    lines = batch.render(lambda b: _line_array(b, ensure_ascii))
+    lines = batch.render(lambda b: LINE_ARRAY(b, ensure_ascii))
     if lines.type != pa.large_string():
         lines = lines.cast(pa.large_string())
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)

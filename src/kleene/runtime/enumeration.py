@@ -18,9 +18,15 @@ by time order so is everything after it.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from array import array
+from collections.abc import Callable, Hashable, Iterable
+from typing import TypeAlias
 
+from kleene.native import load
 from kleene.runtime.tecs import FILTER, OUTPUT, UNION, Node
+
+Ints: TypeAlias = "array[int]"
+"""The columns of :class:`Columns`: int64 (typecode ``q``), handed to numpy without conversion."""
 
 Found = tuple[int, int, tuple[int, ...], Hashable]
 """A complex event as enumerated: ``(start, end, positions, partition_key)``."""
@@ -126,7 +132,7 @@ class Columns:
     readable path) or a ``Columns``: :func:`enumerate_node` then walks the
     tECS with :meth:`add_node`, which creates no object per complex event.
     Per complex event it appends its start and its number of positions, and
-    extends one flat list with its positions *latest first* (the order in
+    extends one flat array with its positions *latest first* (the order in
     which the walk meets them); :class:`kleene.batches.MatchBatch` reverses
     each run of positions with one vectorized gather.  Ends and partition
     keys are stored once per enumerated node, with the number of complex
@@ -140,9 +146,9 @@ class Columns:
     __slots__ = ("starts", "lengths", "flat", "run_ends", "run_keys", "run_counts", "found_runs")
 
     def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.lengths: list[int] = []
-        self.flat: list[int] = []
+        self.starts = array("q")
+        self.lengths = array("q")
+        self.flat = array("q")
         self.run_ends: list[int] = []
         self.run_keys: list[Hashable] = []
         self.run_counts: list[int] = []
@@ -167,43 +173,56 @@ class Columns:
             self.run_counts.append(1)
 
     def add_node(self, node: Node, tau: int | float, limit: int, end: int, key: Hashable) -> int:
-        """:func:`enumerate_node` into the columns; the same complex events, in the same order.
-
-        The walk keeps the positions of the current path in one list (latest
-        first) and a stack of pending branches with the path's length at each:
-        a branch resumes by truncating the list, and a complex event is copied
-        out with one C-level ``extend``.  Setting up is kept minimal, since
-        most nodes give only a few complex events.
-        """
+        """:func:`enumerate_node` into the columns; the same complex events, in the same order."""
         if node[1] < tau or limit <= 0:
             return 0
-        starts = self.starts
-        lengths = self.lengths
-        flat = self.flat
-        path: list[int] = []
-        stack: list[tuple[Node, int]] = []
-        count = 0
-        n = node
-        while True:
-            kind = n[0]
-            if kind == OUTPUT:
-                path.append(n[2])
-                n = n[3]
-            elif kind == UNION:
-                right = n[3]
-                if right[1] >= tau:
-                    stack.append((right, len(path)))
-                n = n[2]
-            else:
-                starts.append(n[2])
-                flat.extend(path)
-                lengths.append(len(path))
-                count += 1
-                if count >= limit or not stack:
-                    break
-                n, depth = stack.pop()
-                del path[depth:]
+        count = WALK(node, tau, limit, self.starts, self.lengths, self.flat)
         self.run_ends.append(end)
         self.run_keys.append(key)
         self.run_counts.append(count)
         return count
+
+
+def walk(node: Node, tau: int | float, limit: int, starts: Ints, lengths: Ints, flat: Ints) -> int:
+    """Append the complex events of ``node`` that start at ``tau`` or later (at most ``limit``).
+
+    Per complex event: its start to ``starts``, its number of positions to ``lengths``, its
+    positions latest first to ``flat``; returns how many.  The caller has checked that ``node``
+    reaches ``tau`` and that ``limit`` is positive.
+
+    The walk keeps the positions of the current path in one list (latest first) and a stack of
+    pending branches with the path's length at each: a branch resumes by truncating the list,
+    and a complex event is copied out with one C-level ``extend``.  Setting up is kept minimal,
+    since most nodes give only a few complex events.  ``kleene.runtime._walk`` is its compiled
+    twin (:mod:`kleene.native`).
+    """
+    path: list[int] = []
+    stack: list[tuple[Node, int]] = []
+    count = 0
+    n = node
+    while True:
+        kind = n[0]
+        if kind == OUTPUT:
+            path.append(n[2])
+            n = n[3]
+        elif kind == UNION:
+            right = n[3]
+            if right[1] >= tau:
+                stack.append((right, len(path)))
+            n = n[2]
+        else:
+            starts.append(n[2])
+            flat.extend(path)
+            lengths.append(len(path))
+            count += 1
+            if count >= limit or not stack:
+                return count
+            n, depth = stack.pop()
+            del path[depth:]
+
+
+_compiled = load("kleene.runtime._walk")
+WALK: Callable[[Node, int | float, int, Ints, Ints, Ints], int] = (
+    walk if _compiled is None else _compiled.walk
+)
+"""The walk :meth:`Columns.add_node` runs: the compiled twin of :func:`walk` when it is built."""

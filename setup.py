@@ -1,0 +1,17 @@
+"""Build script for the compiled twins of kleene's hot loops (Cython, optional).
+
+Everything else is in pyproject.toml.  Each extension has a pure-Python original that stays the
+readable reference: when an extension cannot be built (no C compiler) the install goes on without
+it (``optional=True``) and kleene runs the Python code; ``KLEENE_PURE_PYTHON=1`` does the same on
+purpose.  ``kleene.native.compiled()`` tells which are in use.
+"""
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+EXTENSIONS = [
+    Extension("kleene.runtime._walk", ["src/kleene/runtime/_walk.pyx"], optional=True),
+    Extension("kleene.io._jsonl", ["src/kleene/io/_jsonl.pyx"], optional=True),
+]
+
+setup(ext_modules=cythonize(EXTENSIONS, language_level=3, quiet=True))

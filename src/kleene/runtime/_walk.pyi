@@ -1,0 +1,6 @@
+from kleene.runtime.tecs import Node
+
+def walk(
+    node: Node, tau: int | float, limit: int, starts: list[int], lengths: list[int], flat: list[int]
+) -> int: ...
+def _release() -> None: ...

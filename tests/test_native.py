@@ -1,0 +1,180 @@
+"""The compiled twins (kleene/native.py) against their pure-Python originals.
+
+The end-to-end comparisons are in test_bulk_output.py (every test there runs with the twins and
+with the originals, and checks both against the readable path).  Here: that the twins are built
+where a C compiler is, the walk on random engine-made tECS nodes with every window bound and
+limit, deep paths and many branches (the scratch space grows), and the JSON Lines layout's edge
+cases (negative numbers, bad indices rejected, not read out of bounds).
+"""
+
+from __future__ import annotations
+
+import shutil
+from array import array
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kleene
+from kleene import native
+from kleene.io import writers
+from kleene.runtime import enumeration
+from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION
+from strategies import cases
+from test_bulk_output import prepared
+from test_engine_vs_oracle import SUPPORTED_CEL, Case, compile_case
+
+_walk = native.load("kleene.runtime._walk")
+_jsonl = native.load("kleene.io._jsonl")
+needs_twins = pytest.mark.skipif(
+    _walk is None or _jsonl is None, reason="the compiled twins are not built here"
+)
+
+
+def test_twins_are_built_where_a_compiler_is() -> None:
+    """`pip install -e .` builds them (setup.py); a silent fallback would hide a slow install."""
+    if native.PURE_PYTHON or not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("pure Python asked for, or no C compiler")
+    assert native.compiled() == dict.fromkeys(native.TWINS, True)
+    assert enumeration.WALK is not enumeration.walk
+    assert writers.LINE_ARRAY is writers._compiled_line_array
+
+
+def both_walks(node: Any, tau: int | float, limit: int) -> None:
+    got = []
+    for walk in (enumeration.walk, _walk.walk):  # type: ignore[union-attr]
+        cols = (array("q"), array("q"), array("q"))
+        count = walk(node, tau, limit, *cols)
+        got.append((count, *(c.tolist() for c in cols)))
+    assert got[0] == got[1]
+
+
+@needs_twins
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(cases(full_cel=SUPPORTED_CEL), st.integers(1, 5))
+def test_walk_twin_on_engine_nodes(case: Case, limit: int) -> None:
+    """Every node the engine enumerates, walked by both with its own bound and with others."""
+    calls: list[tuple[Any, Any]] = []
+    real = enumeration.WALK
+
+    def spy(node: Any, tau: Any, lim: int, *cols: Any) -> int:
+        calls.append((node, tau))
+        return real(node, tau, lim, *cols)
+
+    ast_query, table, _ = prepared(case)
+    query = compile_case(ast_query)
+    enumeration.WALK = spy
+    try:
+        for _ in query.match_batches(table):
+            pass
+    finally:
+        enumeration.WALK = real
+    for node, tau in calls:
+        for bound in (tau, float(tau) - 0.5, tau + 1):
+            if node[1] >= bound:
+                both_walks(node, bound, limit)
+                both_walks(node, bound, 1 << 62)
+
+
+@needs_twins
+def test_walk_twin_grows_its_scratch_space() -> None:
+    """Paths and pending branches longer than the first allocation (64)."""
+    _walk._release()  # type: ignore[union-attr]
+    node: Any = (BOTTOM, 0, 0)
+    for pos in range(1, 300):
+        node = (OUTPUT, 0, pos, node)
+    both_walks(node, 0, 1 << 62)
+    # 200 runs started at 200, 199, ..., 1: a union list of 200 entries, merged.
+    runs = [(OUTPUT, t, t, (BOTTOM, t, t)) for t in range(200, 0, -1)]
+    merged: Any = runs[-1]
+    for r in reversed(runs[:-1]):
+        merged = [UNION, r[1], r, merged]
+    both_walks(merged, 0, 1 << 62)
+    both_walks(merged, 150, 1 << 62)
+    both_walks(merged, 150.5, 7)
+    both_walks((OUTPUT, 1 << 40, -5, (BOTTOM, 1 << 40, -(1 << 40))), -(1 << 62), 3)
+
+
+@needs_twins
+def test_walk_twin_rejects_what_is_not_a_node() -> None:
+    with pytest.raises(TypeError):
+        _walk.walk((OUTPUT, 0, 1, {"not": "a node"}), 0, 5, array("q"), array("q"), array("q"))  # type: ignore[union-attr]
+    with pytest.raises(TypeError):
+        _walk.walk((BOTTOM, 0, 1), 0, 5, array("i"), array("q"), array("q"))  # type: ignore[union-attr]
+
+
+def ints(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+@needs_twins
+def test_lines_twin_formats_and_checks() -> None:
+    rows = [b'{"a": 1}', b'{"a": "\xc3\xa9"}', b""]
+    row_offsets = np.cumsum([0, *map(len, rows)]).astype(np.int64)
+    data = np.frombuffer(b"".join(rows), dtype=np.uint8)
+    text, offsets = _jsonl.lines(  # type: ignore[union-attr]
+        ints(-12, 0, 9), ints(-1, 10**18, -(2**63)), ints(0, 2, 2, 3), ints(-7, 0, 5),
+        ints(0, 1, 2), row_offsets, data, [b"{H ", b"{G "], ints(0, 1, 0), [b"]}\n"], None,
+    )
+    assert offsets.tolist()[0] == 0 and offsets[-1] == len(text)
+    assert text.decode().splitlines(keepends=True) == [
+        '{H -12, "end": -1, "positions": [-7, 0], "events": [{"a": 1}, {"a": "é"}]}\n',
+        '{G 0, "end": 1000000000000000000, "positions": [], "events": []}\n',
+        '{H 9, "end": -9223372036854775808, "positions": [5], "events": []}\n',
+    ]
+    with pytest.raises(IndexError):
+        _jsonl.lines(ints(0), ints(0), ints(0, 1), ints(0), ints(3), row_offsets, data,  # type: ignore[union-attr]
+                     [b"{"], None, [b"}"], None)
+    with pytest.raises(ValueError):
+        _jsonl.lines(ints(0), ints(0), ints(0, 2), ints(0), ints(0), row_offsets, data,  # type: ignore[union-attr]
+                     [b"{"], None, [b"}"], None)
+
+
+@needs_twins
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.text(max_size=6), st.one_of(st.none(), st.text(max_size=4))), max_size=30),
+       st.lists(st.text(max_size=3), min_size=3, max_size=3))
+def test_join_twin_is_the_element_wise_join(values: list[tuple[str, str | None]], constants: list[str]) -> None:
+    left = pa.array([a for a, _ in values], pa.string())
+    right = pa.array([b or "" for _, b in values], pa.string())
+    if len(values) > 2:  # arrays that start inside their buffers
+        left, right = left.slice(1), right.slice(1)
+    texts = [left.cast(pa.large_string()), right.cast(pa.large_string())]
+    got, offsets = _jsonl.join(  # type: ignore[union-attr]
+        [c.encode() for c in constants],
+        [np.frombuffer(t.buffers()[1], dtype=np.int64)[t.offset : t.offset + len(t) + 1] for t in texts],
+        [np.zeros(0, np.uint8) if t.buffers()[2] is None else np.frombuffer(t.buffers()[2], dtype=np.uint8)
+         for t in texts],
+    )
+    expected = writers._concat([constants[0], left, constants[1], right, constants[2]], len(left))
+    joined = pa.LargeStringArray.from_buffers(len(left), pa.py_buffer(offsets), pa.py_buffer(got))
+    assert joined.to_pylist() == expected.to_pylist()
+
+
+def test_pure_python_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "PURE_PYTHON", True)
+    assert native.load("kleene.runtime._walk") is None
+    assert native.compiled() == dict.fromkeys(native.TWINS, False)
+    monkeypatch.setattr(native, "PURE_PYTHON", False)
+    assert native.load("kleene.no_such_module") is None
+
+
+def test_compiled_and_pure_give_the_same_jsonl(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One query through both twins and both originals: the same bytes."""
+    rows = [{"type": t, "x": i * 0.5, "s": "ü" * (i % 3)} for i, t in enumerate("ABAB" * 5)]
+    batch = pa.RecordBatch.from_pylist(rows)
+    q = kleene.compile("SELECT * FROM S WHERE A as a; B as b WITHIN 6 EVENTS")
+
+    def lines() -> bytes:
+        return b"".join(bytes(writers.json_bytes(b)) for b in q.match_batches([batch], events=True))
+
+    compiled = lines()
+    monkeypatch.setattr(enumeration, "WALK", enumeration.walk)
+    monkeypatch.setattr(writers, "LINE_ARRAY", writers._line_array)
+    monkeypatch.setattr(writers, "_jsonl", None)
+    assert lines() == compiled
+    assert compiled.count(b"\n") == len(list(q.matches([batch]))) > 0

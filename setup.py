@@ -10,6 +10,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 EXTENSIONS = [
+    Extension("kleene.runtime._step", ["src/kleene/runtime/_step.pyx"], optional=True),
     Extension("kleene.runtime._walk", ["src/kleene/runtime/_walk.pyx"], optional=True),
     Extension("kleene.io._jsonl", ["src/kleene/io/_jsonl.pyx"], optional=True),
 ]

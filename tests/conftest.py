@@ -40,12 +40,13 @@ def twins(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
     """Runs a test with the compiled twins of the hot loops, then with their pure-Python
     originals (kleene/native.py); the compiled run is skipped where they were not built."""
     from kleene.io import writers
-    from kleene.runtime import enumeration
+    from kleene.runtime import enumeration, evaluator
 
     if request.param == "compiled":
-        if enumeration.WALK is enumeration.walk or writers._jsonl is None:
+        if enumeration.WALK is enumeration.walk or writers._jsonl is None or evaluator._compiled is None:
             pytest.skip("the compiled twins are not built here")
     else:
+        monkeypatch.setattr(evaluator.Evaluator, "step", evaluator.PURE_STEP)
         monkeypatch.setattr(enumeration, "WALK", enumeration.walk)
         monkeypatch.setattr(writers, "LINE_ARRAY", writers._line_array)
         monkeypatch.setattr(writers, "_jsonl", None)

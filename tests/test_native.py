@@ -3,8 +3,9 @@
 The end-to-end comparisons are in test_bulk_output.py (every test there runs with the twins and
 with the originals, and checks both against the readable path).  Here: that the twins are built
 where a C compiler is, the walk on random engine-made tECS nodes with every window bound and
-limit, deep paths and many branches (the scratch space grows), and the JSON Lines layout's edge
-cases (negative numbers, bad indices rejected, not read out of bounds).
+limit, deep paths and many branches (the scratch space grows), Algorithm 1's step on random
+queries and streams, and the JSON Lines layout's edge cases (negative numbers, bad indices
+rejected, not read out of bounds).
 """
 
 from __future__ import annotations
@@ -22,16 +23,18 @@ from hypothesis import strategies as st
 import kleene
 from kleene import native
 from kleene.io import writers
-from kleene.runtime import enumeration
+from kleene.runtime import enumeration, evaluator
+from kleene.runtime.evaluator import Evaluator
 from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION
 from strategies import cases
-from test_bulk_output import prepared
+from test_bulk_output import pieces, prepared
 from test_engine_vs_oracle import SUPPORTED_CEL, Case, compile_case
 
+_step = native.load("kleene.runtime._step")
 _walk = native.load("kleene.runtime._walk")
 _jsonl = native.load("kleene.io._jsonl")
 needs_twins = pytest.mark.skipif(
-    _walk is None or _jsonl is None, reason="the compiled twins are not built here"
+    _step is None or _walk is None or _jsonl is None, reason="the compiled twins are not built here"
 )
 
 
@@ -41,6 +44,7 @@ def test_twins_are_built_where_a_compiler_is() -> None:
         pytest.skip("pure Python asked for, or no C compiler")
     assert native.compiled() == dict.fromkeys(native.TWINS, True)
     assert enumeration.WALK is not enumeration.walk
+    assert Evaluator.step is not evaluator.PURE_STEP
     assert writers.LINE_ARRAY is writers._compiled_line_array
 
 
@@ -78,6 +82,23 @@ def test_walk_twin_on_engine_nodes(case: Case, limit: int) -> None:
             if node[1] >= bound:
                 both_walks(node, bound, limit)
                 both_walks(node, bound, 1 << 62)
+
+
+@needs_twins
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(cases(full_cel=SUPPORTED_CEL), st.lists(st.integers(0, 40), max_size=3))
+def test_step_twin_gives_the_same_complex_events(case: Case, cuts: list[int]) -> None:
+    """Algorithm 1 with the compiled step and with the pure one: the same complex events in the
+    same order (the readable path, which creates its own engine each run)."""
+    ast_query, table, _ = prepared(case)
+    query = compile_case(ast_query)
+    compiled = list(query.matches(pieces(table, cuts)))
+    Evaluator.step = evaluator.PURE_STEP  # type: ignore[method-assign]
+    try:
+        pure = list(query.matches(pieces(table, cuts)))
+    finally:
+        Evaluator.step = _step.step  # type: ignore[union-attr, method-assign]
+    assert compiled == pure
 
 
 @needs_twins

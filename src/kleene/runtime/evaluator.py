@@ -21,6 +21,7 @@ practice:
 from __future__ import annotations
 
 from kleene.automata.determinize import DEAD, LazyDFA
+from kleene.native import load
 from kleene.runtime import tecs
 from kleene.runtime.tecs import BOTTOM, OUTPUT, Node, insert, merge
 
@@ -122,3 +123,11 @@ class Evaluator:
             self._sweep_at = max(4096, 2 * len(self.unions))
         return outputs
 
+
+
+PURE_STEP = Evaluator.step
+"""The pure-Python step: the readable reference of ``kleene.runtime._step.step``, its compiled
+twin, which replaces it on the class when it is built (:mod:`kleene.native`)."""
+_compiled = load("kleene.runtime._step")
+if _compiled is not None:
+    Evaluator.step = _compiled.step  # type: ignore[method-assign]

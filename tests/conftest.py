@@ -43,11 +43,11 @@ def twins(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
     from kleene.runtime import enumeration, evaluator
 
     if request.param == "compiled":
-        if enumeration.WALK is enumeration.walk or writers._jsonl is None or evaluator._compiled is None:
+        if enumeration._compiled is None or writers._jsonl is None or evaluator._compiled is None:
             pytest.skip("the compiled twins are not built here")
     else:
         monkeypatch.setattr(evaluator.Evaluator, "step", evaluator.PURE_STEP)
-        monkeypatch.setattr(enumeration, "WALK", enumeration.walk)
+        monkeypatch.setattr(enumeration.Columns, "add_node", enumeration.PURE_ADD_NODE)
         monkeypatch.setattr(writers, "LINE_ARRAY", writers._line_array)
         monkeypatch.setattr(writers, "_jsonl", None)
     return str(request.param)

@@ -24,6 +24,7 @@ import kleene
 from kleene import native
 from kleene.io import writers
 from kleene.runtime import enumeration, evaluator
+from kleene.runtime.enumeration import Columns
 from kleene.runtime.evaluator import Evaluator
 from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION
 from strategies import cases
@@ -43,7 +44,7 @@ def test_twins_are_built_where_a_compiler_is() -> None:
     if native.PURE_PYTHON or not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("pure Python asked for, or no C compiler")
     assert native.compiled() == dict.fromkeys(native.TWINS, True)
-    assert enumeration.WALK is not enumeration.walk
+    assert Columns.add_node is not enumeration.PURE_ADD_NODE
     assert Evaluator.step is not evaluator.PURE_STEP
     assert writers.LINE_ARRAY is writers._compiled_line_array
 
@@ -63,20 +64,20 @@ def both_walks(node: Any, tau: int | float, limit: int) -> None:
 def test_walk_twin_on_engine_nodes(case: Case, limit: int) -> None:
     """Every node the engine enumerates, walked by both with its own bound and with others."""
     calls: list[tuple[Any, Any]] = []
-    real = enumeration.WALK
+    real = Columns.add_node
 
-    def spy(node: Any, tau: Any, lim: int, *cols: Any) -> int:
+    def spy(cols: Columns, node: Any, tau: Any, *rest: Any) -> int:
         calls.append((node, tau))
-        return real(node, tau, lim, *cols)
+        return real(cols, node, tau, *rest)
 
     ast_query, table, _ = prepared(case)
     query = compile_case(ast_query)
-    enumeration.WALK = spy
+    Columns.add_node = spy  # type: ignore[method-assign]
     try:
         for _ in query.match_batches(table):
             pass
     finally:
-        enumeration.WALK = real
+        Columns.add_node = real  # type: ignore[method-assign]
     for node, tau in calls:
         for bound in (tau, float(tau) - 0.5, tau + 1):
             if node[1] >= bound:
@@ -194,7 +195,7 @@ def test_compiled_and_pure_give_the_same_jsonl(monkeypatch: pytest.MonkeyPatch) 
         return b"".join(bytes(writers.json_bytes(b)) for b in q.match_batches([batch], events=True))
 
     compiled = lines()
-    monkeypatch.setattr(enumeration, "WALK", enumeration.walk)
+    monkeypatch.setattr(Columns, "add_node", enumeration.PURE_ADD_NODE)
     monkeypatch.setattr(writers, "LINE_ARRAY", writers._line_array)
     monkeypatch.setattr(writers, "_jsonl", None)
     assert lines() == compiled

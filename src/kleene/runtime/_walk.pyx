@@ -87,13 +87,24 @@ cdef inline int _append(array.array a, long long value) except -1:
 
 def walk(object node, object tau, Py_ssize_t limit, array.array starts, array.array lengths,
          array.array flat):
-    """Append the complex events of ``node`` that start at ``tau`` or later (at most ``limit``).
+    """:func:`kleene.runtime.enumeration.walk`: append the complex events of ``node`` that start
+    at ``tau`` or later (at most ``limit``) to the arrays (typecode ``q``); how many."""
+    return _walk(node, tau, limit, starts, lengths, flat)
 
-    Per complex event: its start to ``starts``, its number of positions to ``lengths``, its
-    positions latest first to ``flat`` (arrays of typecode ``q``).  Returns how many were
-    appended.  The caller has checked that ``node`` itself reaches ``tau`` and that ``limit``
-    is positive.
-    """
+
+def add_node(self, object node, object tau, Py_ssize_t limit, object end, object key):
+    """:meth:`kleene.runtime.enumeration.Columns.add_node` (it replaces it on the class)."""
+    if node[1] < tau or limit <= 0:
+        return 0
+    cdef Py_ssize_t count = _walk(node, tau, limit, self.starts, self.lengths, self.flat)
+    self.run_ends.append(end)
+    self.run_keys.append(key)
+    self.run_counts.append(count)
+    return count
+
+
+cdef Py_ssize_t _walk(object node, object tau, Py_ssize_t limit, array.array starts,
+                      array.array lengths, array.array flat) except -1:
     if starts.ob_descr.typecode != b"q" or lengths.ob_descr.typecode != b"q" or flat.ob_descr.typecode != b"q":
         raise TypeError("walk() writes into arrays of typecode 'q'")
     cdef bint int_tau = type(tau) is int

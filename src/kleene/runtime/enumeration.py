@@ -19,7 +19,7 @@ by time order so is everything after it.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Hashable, Iterable
 from typing import TypeAlias
 
 from kleene.native import load
@@ -176,7 +176,7 @@ class Columns:
         """:func:`enumerate_node` into the columns; the same complex events, in the same order."""
         if node[1] < tau or limit <= 0:
             return 0
-        count = WALK(node, tau, limit, self.starts, self.lengths, self.flat)
+        count = walk(node, tau, limit, self.starts, self.lengths, self.flat)
         self.run_ends.append(end)
         self.run_keys.append(key)
         self.run_counts.append(count)
@@ -193,8 +193,8 @@ def walk(node: Node, tau: int | float, limit: int, starts: Ints, lengths: Ints, 
     The walk keeps the positions of the current path in one list (latest first) and a stack of
     pending branches with the path's length at each: a branch resumes by truncating the list,
     and a complex event is copied out with one C-level ``extend``.  Setting up is kept minimal,
-    since most nodes give only a few complex events.  ``kleene.runtime._walk`` is its compiled
-    twin (:mod:`kleene.native`).
+    since most nodes give only a few complex events.  ``kleene.runtime._walk.walk`` is its
+    compiled twin (:mod:`kleene.native`).
     """
     path: list[int] = []
     stack: list[tuple[Node, int]] = []
@@ -221,8 +221,10 @@ def walk(node: Node, tau: int | float, limit: int, starts: Ints, lengths: Ints, 
             del path[depth:]
 
 
+PURE_ADD_NODE = Columns.add_node
+"""The pure-Python :meth:`Columns.add_node`: the readable reference of
+``kleene.runtime._walk.add_node``, its compiled twin, which replaces it on the class when it is
+built (:mod:`kleene.native`)."""
 _compiled = load("kleene.runtime._walk")
-WALK: Callable[[Node, int | float, int, Ints, Ints, Ints], int] = (
-    walk if _compiled is None else _compiled.walk
-)
-"""The walk :meth:`Columns.add_node` runs: the compiled twin of :func:`walk` when it is built."""
+if _compiled is not None:
+    Columns.add_node = _compiled.add_node  # type: ignore[method-assign]

@@ -165,12 +165,9 @@ def test_join_twin_is_the_element_wise_join(values: list[tuple[str, str | None]]
     right = pa.array([b or "" for _, b in values], pa.string())
     if len(values) > 2:  # arrays that start inside their buffers
         left, right = left.slice(1), right.slice(1)
-    texts = [left.cast(pa.large_string()), right.cast(pa.large_string())]
+    buffers = [writers._text_buffers(t) for t in (left, right)]
     got, offsets = _jsonl.join(  # type: ignore[union-attr]
-        [c.encode() for c in constants],
-        [np.frombuffer(t.buffers()[1], dtype=np.int64)[t.offset : t.offset + len(t) + 1] for t in texts],
-        [np.zeros(0, np.uint8) if t.buffers()[2] is None else np.frombuffer(t.buffers()[2], dtype=np.uint8)
-         for t in texts],
+        [c.encode() for c in constants], [o for o, _ in buffers], [d for _, d in buffers]
     )
     expected = writers._concat([constants[0], left, constants[1], right, constants[2]], len(left))
     joined = pa.LargeStringArray.from_buffers(len(left), pa.py_buffer(offsets), pa.py_buffer(got))

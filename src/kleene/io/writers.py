@@ -18,7 +18,9 @@ the lines of :meth:`JsonlWriter.write` on its complex events: each input row
 is rendered as a JSON object once (:func:`json_rows`, column by column with
 the encoders ``json.dumps`` itself uses), and the lines are assembled by
 Arrow's string kernels (``take`` of the rendered rows, ``binary_join`` per
-complex event), with no Python object per complex event.
+complex event), with no Python object per complex event.  Where it is built,
+``kleene.io._jsonl`` (:mod:`kleene.native`) lays the rows and the lines out
+instead, one pass each, with the same bytes.
 """
 
 from __future__ import annotations
@@ -295,17 +297,21 @@ def json_rows(batch: pa.RecordBatch | pa.Table, *, ensure_ascii: bool = False) -
     parts.append("}")
     if _jsonl is None:
         return _concat(parts, n)
-    # The compiled twin of _concat: one pass, no intermediate per column pair.
-    texts = [p.cast(pa.large_string()) for p in parts[1::2]]
-    offsets = [
-        np.frombuffer(t.buffers()[1], dtype=np.int64)[t.offset : t.offset + n + 1] for t in texts
-    ]
-    datas = [
-        np.zeros(0, np.uint8) if t.buffers()[2] is None else np.frombuffer(t.buffers()[2], dtype=np.uint8)
-        for t in texts
-    ]
-    text, row_offsets = _jsonl.join([c.encode() for c in parts[0::2]], offsets, datas)
+    # The compiled twin of _concat: one pass, no intermediate per pair of pieces.
+    columns = [_text_buffers(p) for p in parts[1::2]]
+    text, row_offsets = _jsonl.join(
+        [c.encode() for c in parts[0::2]], [o for o, _ in columns], [d for _, d in columns]
+    )
     return pa.LargeStringArray.from_buffers(n, pa.py_buffer(row_offsets), pa.py_buffer(text))
+
+
+def _text_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A string array's int64 offsets (one per value, and the end) and UTF-8 bytes, for the
+    compiled twins (no copy of the bytes)."""
+    arr = arr.cast(pa.large_string())
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data = arr.buffers()[2]
+    return offsets, np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
 
 
 def _concat(parts: list[Any], n: int) -> pa.Array:
@@ -437,13 +443,8 @@ def _compiled_line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
     if events is None:
         raise ValueError("this batch has no events' data: ask for it with events=True")
     (head_texts, head_of), (tail_texts, tail_of) = _heads_and_tails(batch, ensure_ascii)
-    (rendered,) = events.derived(
-        ("json rows", ensure_ascii),
-        lambda b: (json_rows(b, ensure_ascii=ensure_ascii).cast(pa.large_string()),),
-    )
-    row_offsets = np.frombuffer(rendered.buffers()[1], dtype=np.int64)
-    row_offsets = row_offsets[rendered.offset : rendered.offset + len(rendered) + 1]
-    data = rendered.buffers()[2]
+    (rendered,) = events.derived(("json rows", ensure_ascii), lambda b: (json_rows(b, ensure_ascii=ensure_ascii),))
+    row_offsets, data = _text_buffers(rendered)
 
     def ints(a: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(a, dtype=np.int64)
@@ -451,8 +452,7 @@ def _compiled_line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
     assert _jsonl is not None
     text, line_offsets = _jsonl.lines(
         ints(batch.start), ints(batch.end), ints(batch.offsets), ints(batch.positions),
-        ints(events.rows(batch.positions)), ints(row_offsets),
-        np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8),
+        ints(events.rows(batch.positions)), ints(row_offsets), data,
         [t.encode() for t in head_texts], head_of,
         [t.encode() for t in tail_texts], tail_of,
     )

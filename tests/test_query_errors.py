@@ -128,6 +128,14 @@ def test_empty_query() -> None:
     assert (err.line, err.column) == (1, 1)
 
 
+@pytest.mark.parametrize("not_text", [None, b"SELECT * FROM S WHERE A", str.upper, 3])
+def test_a_query_that_is_not_text_is_a_type_error(not_text: object) -> None:
+    import kleene
+
+    with pytest.raises(TypeError, match="a CEQL query is text"):
+        kleene.compile(not_text)  # type: ignore[arg-type]
+
+
 def test_error_on_line_three_of_a_multi_line_query() -> None:
     text = "SELECT *\nFROM S\nWHERE SELL as a ; ; BUY as b\nFILTER a[price > 100]"
     err = syntax_error(text)

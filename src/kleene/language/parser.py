@@ -141,6 +141,9 @@ def parse(text: str) -> ast.Program:
     Raises :class:`QueryError` with the line and column of the first token
     that cannot continue the query.
     """
+    if not isinstance(text, str):
+        # lark would fail deep inside its lexer with an AttributeError.
+        raise TypeError(f"a CEQL query is text (str), not {type(text).__name__}")
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as exc:

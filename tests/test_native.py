@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 from array import array
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 import kleene
 from kleene import native
 from kleene.io import writers
+from kleene.io.writers import JsonlWriter
 from kleene.runtime import enumeration, evaluator
 from kleene.runtime.enumeration import Columns
 from kleene.runtime.evaluator import Evaluator
@@ -138,22 +140,31 @@ def test_lines_twin_formats_and_checks() -> None:
     rows = [b'{"a": 1}', b'{"a": "\xc3\xa9"}', b""]
     row_offsets = np.cumsum([0, *map(len, rows)]).astype(np.int64)
     data = np.frombuffer(b"".join(rows), dtype=np.uint8)
-    text, offsets = _jsonl.lines(  # type: ignore[union-attr]
+    lines = _jsonl.Lines(  # type: ignore[union-attr]
         ints(-12, 0, 9), ints(-1, 10**18, -(2**63)), ints(0, 2, 2, 3), ints(-7, 0, 5),
         ints(0, 1, 2), row_offsets, data, [b"{H ", b"{G "], ints(0, 1, 0), [b"]}\n"], None,
     )
-    assert offsets.tolist()[0] == 0 and offsets[-1] == len(text)
+    text = lines.text()
+    assert lines.line_offsets.tolist()[0] == 0 and lines.line_offsets[-1] == len(text)
     assert text.decode().splitlines(keepends=True) == [
         '{H -12, "end": -1, "positions": [-7, 0], "events": [{"a": 1}, {"a": "é"}]}\n',
         '{G 0, "end": 1000000000000000000, "positions": [], "events": []}\n',
         '{H 9, "end": -9223372036854775808, "positions": [5], "events": []}\n',
     ]
-    with pytest.raises(IndexError):
-        _jsonl.lines(ints(0), ints(0), ints(0, 1), ints(0), ints(3), row_offsets, data,  # type: ignore[union-attr]
-                     [b"{"], None, [b"}"], None)
-    with pytest.raises(ValueError):
-        _jsonl.lines(ints(0), ints(0), ints(0, 2), ints(0), ints(0), row_offsets, data,  # type: ignore[union-attr]
-                     [b"{"], None, [b"}"], None)
+    # Written in pieces of whole lines (a line longer than a piece goes alone): the same bytes.
+    for chunk in (1, 70, 150, 1 << 20):
+        parts: list[bytes] = []
+        assert lines.write_to(lambda view, parts=parts: parts.append(bytes(view)), chunk) == len(text)
+        assert b"".join(parts) == text
+        assert all(p.endswith(b"\n") for p in parts)
+    bad = dict(heads=[b"{"], head_of=None, tails=[b"}"], tail_of=None)
+    with pytest.raises(IndexError):  # a row that is not there
+        _jsonl.Lines(ints(0), ints(0), ints(0, 1), ints(0), ints(3), row_offsets, data, **bad)  # type: ignore[union-attr]
+    with pytest.raises(IndexError):  # a head that is not there
+        _jsonl.Lines(ints(0), ints(0), ints(0, 0), ints(), ints(), row_offsets, data,  # type: ignore[union-attr]
+                     [b"{"], ints(1), [b"}"], None)
+    with pytest.raises(ValueError):  # offsets past the positions
+        _jsonl.Lines(ints(0), ints(0), ints(0, 2), ints(0), ints(0), row_offsets, data, **bad)  # type: ignore[union-attr]
 
 
 @needs_twins
@@ -182,18 +193,24 @@ def test_pure_python_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     assert native.load("kleene.no_such_module") is None
 
 
-def test_compiled_and_pure_give_the_same_jsonl(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One query through both twins and both originals: the same bytes."""
-    rows = [{"type": t, "x": i * 0.5, "s": "ü" * (i % 3)} for i, t in enumerate("ABAB" * 5)]
-    batch = pa.RecordBatch.from_pylist(rows)
-    q = kleene.compile("SELECT * FROM S WHERE A as a; B as b WITHIN 6 EVENTS")
+def test_compiled_and_pure_give_the_same_jsonl(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """One query through both twins and both originals, into a file (Lines.write_to on the
+    compiled side) and as one text: the same bytes."""
+    rows = [{"type": t, "x": i * 0.5, "s": "ü" * (i % 3), "k": i // 2 % 3} for i, t in enumerate("ABAB" * 50)]
+    batches = [pa.RecordBatch.from_pylist(rows[i : i + 64]) for i in range(0, len(rows), 64)]
+    q = kleene.compile("SELECT * FROM S WHERE A as a; B as b PARTITION BY [k] WITHIN 12 EVENTS")
 
-    def lines() -> bytes:
-        return b"".join(bytes(writers.json_bytes(b)) for b in q.match_batches([batch], events=True))
+    def lines(name: str) -> tuple[bytes, bytes]:
+        with JsonlWriter(tmp_path / name) as writer:
+            for b in q.match_batches(batches, events=True):
+                writer.write_batch(b)
+        text = b"".join(bytes(writers.json_bytes(b)) for b in q.match_batches(batches, events=True))
+        return (tmp_path / name).read_bytes(), text
 
-    compiled = lines()
+    compiled = lines("compiled.jsonl")
     monkeypatch.setattr(Columns, "add_node", enumeration.PURE_ADD_NODE)
     monkeypatch.setattr(writers, "LINE_ARRAY", writers._line_array)
     monkeypatch.setattr(writers, "_jsonl", None)
-    assert lines() == compiled
-    assert compiled.count(b"\n") == len(list(q.matches([batch]))) > 0
+    assert lines("pure.jsonl") == compiled
+    assert compiled[0] == compiled[1]
+    assert compiled[0].count(b"\n") == len(list(q.matches(batches))) > 0

@@ -221,6 +221,11 @@ class MatchBatch:
         return len(self.start)
 
     @property
+    def merged(self) -> bool:
+        """True for a batch :meth:`merge` made of several (their rows interleave by end)."""
+        return self._parts is not None
+
+    @property
     def has_events(self) -> bool:
         if self._parts is not None:
             return all(p.has_events for p in self._parts)

@@ -61,98 +61,148 @@ cdef inline char* _format(char* out, long long v) noexcept:
     return out + k
 
 
-def lines(
-    const long long[::1] start,
-    const long long[::1] end,
-    const long long[::1] offsets,
-    const long long[::1] positions,
-    const long long[::1] rows,
-    const long long[::1] row_offsets,
-    const unsigned char[::1] row_data,
-    list heads,
-    const long long[::1] head_of,
-    list tails,
-    const long long[::1] tail_of,
-):
-    """The lines of ``n = len(start)`` complex events: ``(text, line_offsets)``.
+cdef class Lines:
+    """The lines of ``n = len(start)`` complex events, measured, to be written out.
 
     Complex event ``i`` has positions ``positions[offsets[i]:offsets[i + 1]]``, whose events
     are the rendered rows ``rows[offsets[i]:offsets[i + 1]]`` (row ``r`` is
     ``row_data[row_offsets[r]:row_offsets[r + 1]]``).  Its head is ``heads[head_of[i]]``
     and its tail ``tails[tail_of[i]]`` (``heads[0]`` and ``tails[0]`` when the index is None).
-    ``text`` is bytes; line ``i`` is ``text[line_offsets[i]:line_offsets[i + 1]]``.
+    Line ``i`` takes bytes ``line_offsets[i]:line_offsets[i + 1]`` of the text.
     """
-    cdef Py_ssize_t n = start.shape[0], i, k, total = 0, size, r
-    cdef long long[::1] line_offsets
-    cdef bytes text
-    cdef char* out
-    cdef const char* piece
-    cdef Py_ssize_t hlen, tlen
-    for part in heads:
-        if not isinstance(part, bytes):
-            raise TypeError("heads are bytes")
-    for part in tails:
-        if not isinstance(part, bytes):
-            raise TypeError("tails are bytes")
-    if end.shape[0] != n or offsets.shape[0] != n + 1:
-        raise ValueError("start, end and offsets disagree on the number of complex events")
-    if positions.shape[0] < offsets[n] or rows.shape[0] < offsets[n]:
-        raise ValueError("fewer positions or rows than the offsets say")
-    cdef Py_ssize_t nrows = row_offsets.shape[0] - 1
-    offsets_np = np.empty(n + 1, dtype=np.int64)
-    line_offsets = offsets_np
-    # Pass 1: the length of every line.
-    line_offsets[0] = 0
-    for i in range(n):
-        hlen = len(<bytes>heads[0 if head_of is None else head_of[i]])
-        tlen = len(<bytes>tails[0 if tail_of is None else tail_of[i]])
-        size = hlen + _digits(start[i]) + END_LEN + _digits(end[i]) + POSITIONS_LEN + EVENTS_LEN + tlen
-        for k in range(offsets[i], offsets[i + 1]):
-            r = rows[k]
-            if r < 0 or r >= nrows:
-                raise IndexError(f"row {r} out of range")
-            size += _digits(positions[k]) + row_offsets[r + 1] - row_offsets[r]
-        if offsets[i + 1] > offsets[i]:
-            size += 4 * (offsets[i + 1] - offsets[i] - 1)  # ", " between positions and between rows
-        total += size
-        line_offsets[i + 1] = total
-    text = PyBytes_FromStringAndSize(NULL, total)
-    out = PyBytes_AS_STRING(text)
-    # Pass 2: the lines.
-    for i in range(n):
-        piece = <bytes>heads[0 if head_of is None else head_of[i]]
-        hlen = len(<bytes>heads[0 if head_of is None else head_of[i]])
-        memcpy(out, piece, hlen)
-        out = _format(out + hlen, start[i])
-        memcpy(out, END, END_LEN)
-        out = _format(out + END_LEN, end[i])
-        memcpy(out, POSITIONS, POSITIONS_LEN)
-        out += POSITIONS_LEN
-        for k in range(offsets[i], offsets[i + 1]):
-            if k > offsets[i]:
-                out[0] = b','
-                out[1] = b' '
-                out += 2
-            out = _format(out, positions[k])
-        memcpy(out, EVENTS, EVENTS_LEN)
-        out += EVENTS_LEN
-        for k in range(offsets[i], offsets[i + 1]):
-            if k > offsets[i]:
-                out[0] = b','
-                out[1] = b' '
-                out += 2
-            r = rows[k]
-            size = row_offsets[r + 1] - row_offsets[r]
-            if size:
-                memcpy(out, &row_data[row_offsets[r]], size)
-            out += size
-        piece = <bytes>tails[0 if tail_of is None else tail_of[i]]
-        tlen = len(<bytes>tails[0 if tail_of is None else tail_of[i]])
-        memcpy(out, piece, tlen)
-        out += tlen
-    if out - PyBytes_AS_STRING(text) != total:
-        raise AssertionError("line lengths measured and written disagree")
-    return text, offsets_np
+
+    cdef const long long[::1] start, end, offsets, positions, rows, row_offsets, head_of, tail_of
+    cdef const unsigned char[::1] row_data
+    cdef list heads, tails
+    cdef readonly object line_offsets
+    cdef long long[::1] _line
+
+    def __init__(
+        self,
+        const long long[::1] start,
+        const long long[::1] end,
+        const long long[::1] offsets,
+        const long long[::1] positions,
+        const long long[::1] rows,
+        const long long[::1] row_offsets,
+        const unsigned char[::1] row_data,
+        list heads,
+        const long long[::1] head_of,
+        list tails,
+        const long long[::1] tail_of,
+    ):
+        cdef Py_ssize_t n = start.shape[0], i, k, total = 0, size, r
+        cdef Py_ssize_t nrows = row_offsets.shape[0] - 1
+        for part in heads + tails:
+            if not isinstance(part, bytes):
+                raise TypeError("heads and tails are bytes")
+        if end.shape[0] != n or offsets.shape[0] != n + 1:
+            raise ValueError("start, end and offsets disagree on the number of complex events")
+        if positions.shape[0] < offsets[n] or rows.shape[0] < offsets[n]:
+            raise ValueError("fewer positions or rows than the offsets say")
+        if (head_of is not None and head_of.shape[0] < n) or (tail_of is not None and tail_of.shape[0] < n):
+            raise ValueError("fewer head or tail indices than complex events")
+        self.start, self.end, self.offsets, self.positions = start, end, offsets, positions
+        self.rows, self.row_offsets, self.row_data = rows, row_offsets, row_data
+        self.heads, self.head_of, self.tails, self.tail_of = heads, head_of, tails, tail_of
+        self.line_offsets = np.empty(n + 1, dtype=np.int64)
+        self._line = self.line_offsets
+        # The length of every line (and every index checked, so writing reads nothing out of bounds).
+        self._line[0] = 0
+        for i in range(n):
+            size = (len(<bytes>heads[self._head(i)]) + _digits(start[i]) + END_LEN + _digits(end[i])
+                    + POSITIONS_LEN + EVENTS_LEN + len(<bytes>tails[self._tail(i)]))
+            for k in range(offsets[i], offsets[i + 1]):
+                r = rows[k]
+                if r < 0 or r >= nrows:
+                    raise IndexError(f"row {r} out of range")
+                size += _digits(positions[k]) + row_offsets[r + 1] - row_offsets[r]
+            if offsets[i + 1] > offsets[i]:
+                size += 4 * (offsets[i + 1] - offsets[i] - 1)  # ", " between positions and between rows
+            total += size
+            self._line[i + 1] = total
+
+    cdef inline Py_ssize_t _head(self, Py_ssize_t i) except -1:
+        cdef Py_ssize_t h = 0 if self.head_of is None else self.head_of[i]
+        if h < 0 or h >= len(self.heads):
+            raise IndexError(f"head {h} out of range")
+        return h
+
+    cdef inline Py_ssize_t _tail(self, Py_ssize_t i) except -1:
+        cdef Py_ssize_t t = 0 if self.tail_of is None else self.tail_of[i]
+        if t < 0 or t >= len(self.tails):
+            raise IndexError(f"tail {t} out of range")
+        return t
+
+    cdef int _write(self, Py_ssize_t lo, Py_ssize_t hi, char* out) except -1:
+        """Lines ``lo`` to ``hi - 1`` at ``out`` (which has room for them)."""
+        cdef Py_ssize_t i, k, size, r
+        cdef bytes piece
+        cdef char* begin = out
+        for i in range(lo, hi):
+            piece = <bytes>self.heads[self._head(i)]
+            memcpy(out, PyBytes_AS_STRING(piece), len(piece))
+            out = _format(out + len(piece), self.start[i])
+            memcpy(out, END, END_LEN)
+            out = _format(out + END_LEN, self.end[i])
+            memcpy(out, POSITIONS, POSITIONS_LEN)
+            out += POSITIONS_LEN
+            for k in range(self.offsets[i], self.offsets[i + 1]):
+                if k > self.offsets[i]:
+                    out[0] = b','
+                    out[1] = b' '
+                    out += 2
+                out = _format(out, self.positions[k])
+            memcpy(out, EVENTS, EVENTS_LEN)
+            out += EVENTS_LEN
+            for k in range(self.offsets[i], self.offsets[i + 1]):
+                if k > self.offsets[i]:
+                    out[0] = b','
+                    out[1] = b' '
+                    out += 2
+                r = self.rows[k]
+                size = self.row_offsets[r + 1] - self.row_offsets[r]
+                if size:
+                    memcpy(out, &self.row_data[self.row_offsets[r]], size)
+                out += size
+            piece = <bytes>self.tails[self._tail(i)]
+            memcpy(out, PyBytes_AS_STRING(piece), len(piece))
+            out += len(piece)
+        if out - begin != self._line[hi] - self._line[lo]:
+            raise AssertionError("line lengths measured and written disagree")
+        return 0
+
+    def text(self):
+        """All the lines as one bytes object."""
+        cdef Py_ssize_t n = self._line.shape[0] - 1
+        cdef bytes text = PyBytes_FromStringAndSize(NULL, self._line[n])
+        self._write(0, n, PyBytes_AS_STRING(text))
+        return text
+
+    def write_to(self, write, Py_ssize_t chunk=1 << 22):
+        """Hand the lines to ``write`` in pieces of about ``chunk`` bytes (whole lines; a longer
+        line alone); return the number of bytes.
+
+        One buffer serves every piece: its memory stays mapped and warm, instead of hundreds
+        of megabytes of fresh pages for one text (the page faults cost more than the copies).
+        """
+        cdef Py_ssize_t n = self._line.shape[0] - 1, lo = 0, hi
+        buffer = bytearray(chunk)
+        view = memoryview(buffer)
+        cdef char* out
+        while lo < n:
+            hi = lo + 1
+            while hi < n and self._line[hi + 1] - self._line[lo] <= chunk:
+                hi += 1
+            size = self._line[hi] - self._line[lo]
+            if size > len(buffer):
+                buffer = bytearray(size)
+                view = memoryview(buffer)
+            out = buffer
+            self._write(lo, hi, out)
+            write(view[:size])
+            lo = hi
+        return self._line[n]
 
 
 def join(list constants, list offsets, list datas):

@@ -159,13 +159,16 @@ class JsonlWriter:
         """
         if len(batch):
             self._drain()
-            data = json_bytes(batch, ensure_ascii=self._ascii)
             raw = self._raw()
-            if raw is not None:
+            if raw is None:
+                self._stream.write(json_lines(batch, ensure_ascii=self._ascii))
+            elif LINE_ARRAY is _compiled_line_array and not batch.merged:
                 self._stream.flush()
-                raw.write(data)
+                # Piece by piece through one reused buffer (Lines.write_to), not one big text.
+                _compiled_lines(batch, self._ascii).write_to(raw.write)
             else:
-                self._stream.write(bytes(data).decode("utf-8"))
+                self._stream.flush()
+                raw.write(json_bytes(batch, ensure_ascii=self._ascii))
             self.count += len(batch)
 
     def _raw(self) -> IO[bytes] | None:
@@ -437,8 +440,9 @@ def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
     )
 
 
-def _compiled_line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
-    """:func:`_line_array` by ``kleene.io._jsonl``: the same lines, laid out in one pass."""
+def _compiled_lines(batch: MatchBatch, ensure_ascii: bool) -> Any:
+    """The lines of an unmerged batch, measured by ``kleene.io._jsonl.Lines`` (the compiled twin
+    of :func:`_line_array`)."""
     events = batch.events
     if events is None:
         raise ValueError("this batch has no events' data: ask for it with events=True")
@@ -450,13 +454,20 @@ def _compiled_line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
         return np.ascontiguousarray(a, dtype=np.int64)
 
     assert _jsonl is not None
-    text, line_offsets = _jsonl.lines(
+    return _jsonl.Lines(
         ints(batch.start), ints(batch.end), ints(batch.offsets), ints(batch.positions),
         ints(events.rows(batch.positions)), ints(row_offsets), data,
         [t.encode() for t in head_texts], head_of,
         [t.encode() for t in tail_texts], tail_of,
     )
-    return pa.LargeStringArray.from_buffers(len(batch), pa.py_buffer(line_offsets), pa.py_buffer(text))
+
+
+def _compiled_line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
+    """:func:`_line_array` by ``kleene.io._jsonl``: the same lines, laid out in one pass."""
+    lines = _compiled_lines(batch, ensure_ascii)
+    return pa.LargeStringArray.from_buffers(
+        len(batch), pa.py_buffer(lines.line_offsets), pa.py_buffer(lines.text())
+    )
 
 
 _jsonl = load("kleene.io._jsonl")

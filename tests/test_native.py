@@ -129,6 +129,8 @@ def test_walk_twin_rejects_what_is_not_a_node() -> None:
         _walk.walk((OUTPUT, 0, 1, {"not": "a node"}), 0, 5, array("q"), array("q"), array("q"))  # type: ignore[union-attr]
     with pytest.raises(TypeError):
         _walk.walk((BOTTOM, 0, 1), 0, 5, array("i"), array("q"), array("q"))  # type: ignore[union-attr]
+    with pytest.raises(IndexError):  # an output node without its child
+        _walk.walk((OUTPUT, 0, 1), 0, 5, array("q"), array("q"), array("q"))  # type: ignore[union-attr]
 
 
 def ints(*values: int) -> np.ndarray:
@@ -165,6 +167,10 @@ def test_lines_twin_formats_and_checks() -> None:
                      [b"{"], ints(1), [b"}"], None)
     with pytest.raises(ValueError):  # offsets past the positions
         _jsonl.Lines(ints(0), ints(0), ints(0, 2), ints(0), ints(0), row_offsets, data, **bad)  # type: ignore[union-attr]
+    with pytest.raises(ValueError):  # offsets that go back
+        _jsonl.Lines(ints(0, 0), ints(0, 0), ints(0, 2, 1), ints(0, 0), ints(0, 0), row_offsets, data, **bad)  # type: ignore[union-attr]
+    with pytest.raises(ValueError):  # rows past their data
+        _jsonl.Lines(ints(0), ints(0), ints(0, 1), ints(0), ints(0), ints(0, 99), data, **bad)  # type: ignore[union-attr]
 
 
 @needs_twins

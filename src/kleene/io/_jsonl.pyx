@@ -102,6 +102,14 @@ cdef class Lines:
             raise ValueError("fewer positions or rows than the offsets say")
         if (head_of is not None and head_of.shape[0] < n) or (tail_of is not None and tail_of.shape[0] < n):
             raise ValueError("fewer head or tail indices than complex events")
+        if nrows < 0 or (nrows > 0 and (row_offsets[0] < 0 or row_offsets[nrows] > row_data.shape[0])):
+            raise ValueError("row offsets outside the rows' data")
+        for i in range(n):
+            if offsets[i] < 0 or offsets[i + 1] < offsets[i]:
+                raise ValueError("offsets must start at 0 or later and not decrease")
+        for r in range(nrows):
+            if row_offsets[r + 1] < row_offsets[r]:
+                raise ValueError("row offsets must not decrease")
         self.start, self.end, self.offsets, self.positions = start, end, offsets, positions
         self.rows, self.row_offsets, self.row_data = rows, row_offsets, row_data
         self.heads, self.head_of, self.tails, self.tail_of = heads, head_of, tails, tail_of

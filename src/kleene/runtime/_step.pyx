@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+# cython: language_level=3, wraparound=False
 """Algorithm 1's step (:meth:`kleene.runtime.evaluator.Evaluator.step`), compiled.
 
 The same updates of the same objects in the same order: the union-lists (Python lists of tECS
@@ -19,6 +19,7 @@ from kleene.runtime.tecs import sever
 cdef extern from "Python.h":
     PyObject* PyList_GET_ITEM(object, Py_ssize_t)
     PyObject* PyTuple_GET_ITEM(object, Py_ssize_t)
+    Py_ssize_t PyTuple_GET_SIZE(object)
 
 cdef enum:
     DEAD = -1
@@ -31,7 +32,7 @@ cdef object _UNION = 2
 
 cdef inline object _get(object n, Py_ssize_t i):
     """Field ``i`` of a tECS node (a tuple, or a list for union nodes)."""
-    if type(n) is tuple:
+    if type(n) is tuple and i < PyTuple_GET_SIZE(n):
         return <object>PyTuple_GET_ITEM(n, i)
     return n[i]
 
@@ -156,7 +157,9 @@ def step(self, object pos, object time, object bits, object tau):
             new[u] = [(_BOTTOM, time, pos)]
 
     while PyDict_Next(old, &at, &key, &value):
-        ul = <list>value
+        ul = <list?><object>value
+        if PyList_GET_SIZE(ul) == 0:
+            raise IndexError("an empty union-list")  # never made by step(): a broken table
         if _less(_get(<object>PyList_GET_ITEM(ul, 0), 1), tau):
             continue  # every run in p started before the window
         hit = _lookup(dfa, cache, <long><object>key, bits)

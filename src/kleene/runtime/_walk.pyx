@@ -40,11 +40,13 @@ cdef Py_ssize_t _stack_cap = 0
 
 cdef inline PyObject* _item(object n, Py_ssize_t i) except NULL:
     """Field ``i`` of a node (a tuple, or a list for union nodes), borrowed."""
+    if type(n) is not tuple and type(n) is not list:
+        raise TypeError(f"not a tECS node: {type(n).__name__}")
+    if i >= Py_SIZE(n):
+        raise IndexError(f"a tECS node without field {i}: {n!r}")
     if type(n) is tuple:
         return PyTuple_GET_ITEM(n, i)
-    if type(n) is list:
-        return PyList_GET_ITEM(n, i)
-    raise TypeError(f"not a tECS node: {type(n).__name__}")
+    return PyList_GET_ITEM(n, i)
 
 
 cdef inline bint _reaches(object m, object tau, long long ctau, bint int_tau) except -1:

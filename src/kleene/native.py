@@ -2,9 +2,9 @@
 
 A few inner loops, where profiling showed the interpreter itself to be the cost, have a Cython
 twin built by ``setup.py`` at install time (``kleene.runtime._step``: Algorithm 1's step;
-``kleene.runtime._walk``: the tECS walk; ``kleene.io._jsonl``: the layout of JSON Lines).  Each twin
-does exactly what its pure-Python original does, and the original stays the readable reference:
-the tests run both and compare them.  When a twin was not built (no C compiler where kleene was
+``kleene.runtime._walk``: the tECS walk; ``kleene.io._jsonl``: the layout of JSON Lines).  Each
+twin does exactly what its pure-Python original does, and the original stays the readable
+reference: the tests run both and compare them.  When a twin was not built (no C compiler where kleene was
 installed) or ``KLEENE_PURE_PYTHON=1`` is set, the original runs.
 """
 

@@ -48,6 +48,5 @@ def twins(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
     else:
         monkeypatch.setattr(evaluator.Evaluator, "step", evaluator.PURE_STEP)
         monkeypatch.setattr(enumeration.Columns, "add_node", enumeration.PURE_ADD_NODE)
-        monkeypatch.setattr(writers, "LINE_ARRAY", writers._line_array)
         monkeypatch.setattr(writers, "_jsonl", None)
     return str(request.param)

@@ -48,7 +48,7 @@ def test_twins_are_built_where_a_compiler_is() -> None:
     assert native.compiled() == dict.fromkeys(native.TWINS, True)
     assert Columns.add_node is not enumeration.PURE_ADD_NODE
     assert Evaluator.step is not evaluator.PURE_STEP
-    assert writers.LINE_ARRAY is writers._compiled_line_array
+    assert writers._jsonl is not None
 
 
 def both_walks(node: Any, tau: int | float, limit: int) -> None:
@@ -215,7 +215,6 @@ def test_compiled_and_pure_give_the_same_jsonl(monkeypatch: pytest.MonkeyPatch, 
 
     compiled = lines("compiled.jsonl")
     monkeypatch.setattr(Columns, "add_node", enumeration.PURE_ADD_NODE)
-    monkeypatch.setattr(writers, "LINE_ARRAY", writers._line_array)
     monkeypatch.setattr(writers, "_jsonl", None)
     assert lines("pure.jsonl") == compiled
     assert compiled[0] == compiled[1]

@@ -19,9 +19,17 @@ import numpy as np
 cdef const char* END = b', "end": '
 cdef const char* POSITIONS = b', "positions": ['
 cdef const char* EVENTS = b'], "events": ['
+cdef const char* SEPARATOR = b", "
 cdef Py_ssize_t END_LEN = 9
 cdef Py_ssize_t POSITIONS_LEN = 16
 cdef Py_ssize_t EVENTS_LEN = 14
+
+
+cdef inline char* _put(char* out, const char* text, Py_ssize_t size) noexcept:
+    """Copy ``size`` bytes of ``text`` to ``out``; return the end."""
+    if size:
+        memcpy(out, text, size)
+    return out + size
 
 
 cdef inline Py_ssize_t _digits(long long v) noexcept:
@@ -149,33 +157,24 @@ cdef class Lines:
         cdef char* begin = out
         for i in range(lo, hi):
             piece = <bytes>self.heads[self._head(i)]
-            memcpy(out, PyBytes_AS_STRING(piece), len(piece))
-            out = _format(out + len(piece), self.start[i])
-            memcpy(out, END, END_LEN)
-            out = _format(out + END_LEN, self.end[i])
-            memcpy(out, POSITIONS, POSITIONS_LEN)
-            out += POSITIONS_LEN
+            out = _put(out, PyBytes_AS_STRING(piece), len(piece))
+            out = _format(out, self.start[i])
+            out = _put(out, END, END_LEN)
+            out = _format(out, self.end[i])
+            out = _put(out, POSITIONS, POSITIONS_LEN)
             for k in range(self.offsets[i], self.offsets[i + 1]):
                 if k > self.offsets[i]:
-                    out[0] = b','
-                    out[1] = b' '
-                    out += 2
+                    out = _put(out, SEPARATOR, 2)
                 out = _format(out, self.positions[k])
-            memcpy(out, EVENTS, EVENTS_LEN)
-            out += EVENTS_LEN
+            out = _put(out, EVENTS, EVENTS_LEN)
             for k in range(self.offsets[i], self.offsets[i + 1]):
                 if k > self.offsets[i]:
-                    out[0] = b','
-                    out[1] = b' '
-                    out += 2
+                    out = _put(out, SEPARATOR, 2)
                 r = self.rows[k]
-                size = self.row_offsets[r + 1] - self.row_offsets[r]
-                if size:
-                    memcpy(out, &self.row_data[self.row_offsets[r]], size)
-                out += size
+                out = _put(out, <const char*>&self.row_data[0] + self.row_offsets[r],
+                           self.row_offsets[r + 1] - self.row_offsets[r])
             piece = <bytes>self.tails[self._tail(i)]
-            memcpy(out, PyBytes_AS_STRING(piece), len(piece))
-            out += len(piece)
+            out = _put(out, PyBytes_AS_STRING(piece), len(piece))
         if out - begin != self._line[hi] - self._line[lo]:
             raise AssertionError("line lengths measured and written disagree")
         return 0

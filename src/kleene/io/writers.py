@@ -162,7 +162,7 @@ class JsonlWriter:
             raw = self._raw()
             if raw is None:
                 self._stream.write(json_lines(batch, ensure_ascii=self._ascii))
-            elif LINE_ARRAY is _compiled_line_array and not batch.merged:
+            elif _jsonl is not None and not batch.merged:
                 self._stream.flush()
                 # Piece by piece through one reused buffer (Lines.write_to), not one big text.
                 _compiled_lines(batch, self._ascii).write_to(raw.write)
@@ -471,15 +471,15 @@ def _compiled_line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
 
 
 _jsonl = load("kleene.io._jsonl")
-LINE_ARRAY = _line_array if _jsonl is None else _compiled_line_array
-"""How :func:`json_bytes` lays lines out: the compiled twin when it is built (:mod:`kleene.native`)."""
+"""The compiled twin of the row join and of the line layout, when it is built (:mod:`kleene.native`)."""
 
 
 def json_bytes(batch: MatchBatch, *, ensure_ascii: bool = False) -> memoryview:
     """The JSON Lines of a batch of complex events (with events' data), UTF-8, without a copy."""
     if not len(batch):
         return memoryview(b"")
-    lines = batch.render(lambda b: LINE_ARRAY(b, ensure_ascii))
+    lay_out = _line_array if _jsonl is None else _compiled_line_array
+    lines = batch.render(lambda b: lay_out(b, ensure_ascii))
     if lines.type != pa.large_string():
         lines = lines.cast(pa.large_string())
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)

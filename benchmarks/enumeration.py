@@ -182,7 +182,7 @@ def split(query: str, path: Path, target: Path) -> dict[str, float]:
       rendered anew (caches cleared).
     """
     import kleene.runtime.engine as engine_module
-    from kleene.batches import MatchBatch
+    from kleene.results import MatchBatch
     from kleene.runtime.enumeration import Columns
 
     calls: list[tuple[object, ...]] = []

@@ -90,13 +90,13 @@ def run_once(query: str, path: Path, runtime: str = "auto") -> tuple[str, int, i
     started = time.perf_counter()
     compiled = kleene.compile(query)
     if runtime != "auto" and compiled.register_runtime is not None:
-        compiled.register_runtime = runtime
+        compiled = compiled.tuned(register_runtime=runtime)
     found = sum(1 for _ in compiled.matches(read_batches(path)))
     elapsed = time.perf_counter() - started
     engine = compiled.engine
     if compiled.register_runtime is not None:
         engine += f" ({compiled.register_runtime})"
-    return engine, found, compiled._last.engine.steps, elapsed
+    return engine, found, compiled.last_session.engine.steps, elapsed
 
 
 def measure(name: str, query: str, path: Path, events: int, runs: int, runtime: str = "auto") -> None:

@@ -22,6 +22,16 @@ ROWS: list[dict[str, Any]] = [
 EXPECTED = [(0, 1, (0, 1)), (0, 3, (0, 3)), (4, 5, (4, 5))]
 
 
+class CapsuleStream:
+    """A producer that exposes nothing but Arrow's PyCapsule stream, as polars and DuckDB do."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self._table = table
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self._table.__arrow_c_stream__(requested_schema)
+
+
 def triples(events: Any) -> list[tuple[int, int, tuple[int, ...]]]:
     return [(ce.start, ce.end, ce.positions) for ce in events]
 
@@ -34,6 +44,8 @@ def triples(events: Any) -> list[tuple[int, int, tuple[int, ...]]]:
         pytest.param(pa.Table.from_pylist(ROWS), id="table"),
         pytest.param(pa.Table.from_pylist(ROWS).to_batches(max_chunksize=2), id="batches"),
         pytest.param(pd.DataFrame(ROWS), id="pandas"),
+        pytest.param(pa.Table.from_pylist(ROWS).to_reader(max_chunksize=4), id="reader"),
+        pytest.param(CapsuleStream(pa.Table.from_pylist(ROWS)), id="arrow c stream"),
     ],
 )
 def test_every_source_gives_the_same_complex_events(source: Any) -> None:
@@ -112,3 +124,47 @@ def test_session_with_explicit_positions() -> None:
     assert triples(first + rest) == [(10, 11, (10, 11)), (20, 21, (20, 21))]  # WITHIN 3 on positions
     with pytest.raises(kleene.KleeneError, match="increase"):
         session.feed(table.slice(0, 1).to_batches()[0], positions=[5])
+
+
+def test_kleene_to_batches_is_the_one_source_normaliser() -> None:
+    table = pa.Table.from_pylist(ROWS)
+    for source in (ROWS, table, CapsuleStream(table), table.to_reader(), pd.DataFrame(ROWS)):
+        got = pa.Table.from_batches(list(kleene.to_batches(source)))
+        assert got.column("price").to_pylist() == table.column("price").to_pylist()
+    with pytest.raises(kleene.KleeneError, match="Query.push"):
+        list(kleene.to_batches(ROWS[0]))
+
+
+def test_input_options_are_one_value_that_keywords_override() -> None:
+    rows = [dict(r, t=1000 * i) for i, r in enumerate(ROWS)]
+    timed = QUERY.replace("3 EVENTS", "2 seconds")
+    options = kleene.InputOptions(time_column="t", time_unit="ms")
+    by_value = kleene.compile(timed, options=options)
+    by_keywords = kleene.compile(timed, time_column="t", time_unit="ms")
+    assert by_value.options == by_keywords.options == options
+    assert triples(by_value.run(rows)) == triples(by_keywords.run(rows)) == [(0, 1, (0, 1)), (4, 5, (4, 5))]
+    # A keyword overrides the value's field: seconds make every event 1000 s apart.
+    assert triples(kleene.compile(timed, options=options, time_unit="s").run(rows)) == []
+    qs = kleene.compile_many({"a": timed}, options=options)
+    assert qs.options == options
+    with pytest.raises(kleene.KleeneError, match="time_column"):
+        kleene.InputOptions(max_delay="1 seconds")
+
+
+def test_strategy_with_projection_on_the_bulk_path() -> None:
+    """NEXT with a projection projects each batch's chosen matches: match_batches (what
+    `kleene run` uses) gives the same complex events as matches()."""
+    q = kleene.compile("SELECT NEXT a FROM S WHERE SELL as a ; BUY as b")
+    table = pa.Table.from_pylist(ROWS)
+    expected = [(m.start, m.end, m.positions) for m in q.matches(table)]
+    assert expected and all(len(p) == 1 for _, _, p in expected)
+    got = [(m.start, m.end, m.positions) for b in q.match_batches(table.to_batches(max_chunksize=2)) for m in b.matches()]
+    assert got == expected
+
+
+def test_tuning_changes_the_path_not_the_result() -> None:
+    q = kleene.compile(QUERY)
+    plain = q.tuned(lookahead=False, skip_inert=False)
+    assert plain.plan.tuning.lookahead is False and q.plan.tuning.lookahead is True
+    assert triples(plain.matches(ROWS)) == triples(q.matches(ROWS)) == EXPECTED
+    assert plain.last_session.engine.steps >= q.last_session.engine.steps

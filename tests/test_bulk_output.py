@@ -30,10 +30,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
-from kleene.batches import MatchBatch, ragged_take
 from kleene.cli import main
 from kleene.io.writers import JsonlWriter, dumps, json_rows, json_values
 from kleene.reference.oracle import OracleBudgetExceeded, evaluate
+from kleene.results import MatchBatch, ragged_take
 from kleene.runtime.enumeration import Columns, enumerate_node
 from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION
 from strategies import STREAM_KEY, cases, condition_cases

@@ -233,7 +233,7 @@ def test_push_and_batches_agree(case: tuple[ast.Query, list[dict], list[int]]) -
 def test_pair_join_equals_oracle(case: tuple[ast.Query, list[dict], list[int]]) -> None:
     """Two-event patterns run on the vectorized pair join (kleene.registers.pairs)."""
     compiled = compile_case(case[0])
-    assert compiled._session.engine.pairs is not None  # type: ignore[union-attr]
+    assert compiled.session().engine.pairs is not None  # type: ignore[attr-defined]
     check_against_oracle(case)
 
 
@@ -242,7 +242,7 @@ def test_pair_join_across_batches() -> None:
     query = "SELECT * WHERE SELL as a ; BUY as b FILTER b[price < a.price] WITHIN 5 EVENTS"
     rows = [{"type": "SELL" if (i * 7) % 3 else "BUY", "price": (i * 37) % 50} for i in range(200)]
     q = kleene.compile(query)
-    assert q._session.engine.pairs is not None  # type: ignore[union-attr]
+    assert q.session().engine.pairs is not None  # type: ignore[attr-defined]
     got = [(m.start, m.end, m.positions) for m in q.matches(pa.Table.from_pylist(rows).to_batches(7))]
     assert len(got) == len(set(got))
     assert [m[1] for m in got] == sorted(m[1] for m in got)

@@ -29,10 +29,12 @@ def rows_of(events: list[dict[str, Any]], times: list[int]) -> list[dict[str, An
     return [dict(e, __t=t) for e, t in zip(events, times)]
 
 
-def compile_case(query: ast.Query, stream_column: str | None = None) -> kleene.Query:
-    return kleene.compile(
+def compile_case(query: ast.Query, stream_column: str | None = None, **tuning: Any) -> kleene.Query:
+    """The case's query; ``tuning`` (kleene.planning.Tuning) picks another evaluation path."""
+    q = kleene.compile(
         to_ceql(query), time_column="__t", time_unit="ns", stream_column=stream_column
     )
+    return q.tuned(**tuning) if tuning else q
 
 
 SUPPORTED_CEL = frozenset(
@@ -41,13 +43,13 @@ SUPPORTED_CEL = frozenset(
 """The constructs beyond the core language (all of them are evaluated by the engine)."""
 
 
-def check_against_oracle(case: Case, stream_key: str | None = None) -> None:
+def check_against_oracle(case: Case, stream_key: str | None = None, **tuning: Any) -> None:
     query, events, times = case
     try:
         expected = evaluate(query, events, times=times, budget=200_000, stream_key=stream_key)
     except OracleBudgetExceeded:
         return  # rare: a case too large for brute force
-    engine = compile_case(query, stream_key)
+    engine = compile_case(query, stream_key, **tuning)
     got = [(m.start, m.end, m.positions) for m in engine.matches(rows_of(events, times))]
     assert len(got) == len(set(got)), "a complex event was output twice"
     if query.limit is None:

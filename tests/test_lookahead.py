@@ -34,8 +34,7 @@ def outputs(
     text: str, rows: list[dict[str, Any]], cuts: list[int], *, lookahead: bool
 ) -> tuple[list[tuple[int, int, tuple[int, ...]]], int]:
     """The matches of ``text`` over ``rows`` fed in the slices ``cuts``; events stepped."""
-    q = kleene.compile(text, time_column="__t", time_unit="ns")
-    q.lookahead = lookahead
+    q = kleene.compile(text, time_column="__t", time_unit="ns").tuned(lookahead=lookahead)
     session = q.session()
     found: list[Any] = []
     for lo, hi in zip(cuts, cuts[1:]):
@@ -100,10 +99,9 @@ def stock(n: int, seed: int = 5) -> pa.Table:
 
 
 def steps_and_matches(query: str, table: pa.Table, *, lookahead: bool) -> tuple[int, list[Any]]:
-    q = kleene.compile(query)
-    q.lookahead = lookahead
+    q = kleene.compile(query).tuned(lookahead=lookahead)
     found = list(q.matches(table.to_batches(max_chunksize=1000)))
-    return q._last.engine.steps, found
+    return q.last_session.engine.steps, found
 
 
 def test_a_final_event_that_never_occurs_leaves_nothing_to_step() -> None:
@@ -125,8 +123,7 @@ def test_a_final_event_that_never_occurs_leaves_nothing_to_step() -> None:
 
 
 def fed(query: str, batches: list[list[dict[str, Any]]], *, lookahead: bool) -> tuple[list[Any], int]:
-    q = kleene.compile(query)
-    q.lookahead = lookahead
+    q = kleene.compile(query).tuned(lookahead=lookahead)
     session = q.session()
     got = []
     for rows in batches:

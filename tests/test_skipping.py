@@ -27,10 +27,9 @@ def stock(n: int, seed: int = 7) -> pa.Table:
 
 
 def run(query: str, source: Any, *, skip: bool) -> tuple[list[kleene.Match], int]:
-    q = kleene.compile(query, time_column="__t", time_unit="ns")
-    q.skip_inert = skip
+    q = kleene.compile(query, time_column="__t", time_unit="ns").tuned(skip_inert=skip)
     out = list(q.matches(source))
-    return out, q._last.engine.steps
+    return out, q.last_session.engine.steps
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
@@ -109,4 +108,4 @@ def test_expired_partitions_are_released() -> None:
         "PARTITION BY [name] WITHIN 5 EVENTS"
     )
     assert sum(1 for _ in q.matches(table)) == 2 * (n // 3)
-    assert len(q._last.engine.partitions) < 10_000  # 20,000 keys were seen
+    assert len(q.last_session.engine.partitions) < 10_000  # 20,000 keys were seen

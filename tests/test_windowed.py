@@ -9,8 +9,6 @@ against the oracle on random queries.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -44,17 +42,6 @@ from kleene.registers.windowed import (
 )
 from strategies import condition_cases, conjunction_cases
 from test_engine_vs_oracle import check_against_oracle, compile_case
-
-
-@contextmanager
-def windowed_preferred() -> Iterator[None]:
-    """The engine chooses the windowed runtime wherever it applies (off by default)."""
-    saved = window_runtime.PREFER_WINDOWED
-    window_runtime.PREFER_WINDOWED = True
-    try:
-        yield
-    finally:
-        window_runtime.PREFER_WINDOWED = saved
 
 
 def srt_of(query: str) -> SRT:
@@ -236,8 +223,8 @@ def test_start_loop_with_one_register_file_is_not_exact_from_window_3() -> None:
     urma = with_start_loop(unroll(srt, 3, streaming=True))
     assert [r.match for r in run_sra(urma, syms) if r.accepting] == [frozenset({0, 2})]
     assert not run_dsra(determinize(urma), syms).accepting
-    q = kleene.compile(PHI1 + " WITHIN 2 EVENTS")
-    q.register_runtime = "windowed"  # the pair join would be chosen for this shape
+    # The pair join would be chosen for this shape.
+    q = kleene.compile(PHI1 + " WITHIN 2 EVENTS").tuned(register_runtime="windowed")
     got = [(m.start, m.end, m.positions) for m in q.matches(pa.Table.from_pylist(list(events)))]
     assert got == [(0, 2, (0, 2))]
 
@@ -269,14 +256,12 @@ def test_unrolled_runs_equal_the_oracle_on_the_rma_window_cases() -> None:
 def test_runtime_choice_and_explain() -> None:
     rising = "SELECT * WHERE SELL as s ; BUY+ as b FILTER b[price > prev(b).price] WITHIN 10 EVENTS"
     assert kleene.compile(rising).register_runtime == "runs"  # measured faster (docs)
-    with windowed_preferred():
-        windowed = kleene.compile(rising)
+    windowed = kleene.compile(rising).tuned(windowed=True)  # where it applies: off by default
     assert windowed.register_runtime == "windowed"
     assert "unrolled" in windowed.explain()
     timed = kleene.compile(rising.replace("10 EVENTS", "10 SECONDS"), time_column="t")
-    timed.register_runtime = "windowed"
     try:
-        list(timed.run(pa.Table.from_pylist([{"type": "SELL", "price": 1, "t": 0}])))
+        timed.tuned(register_runtime="windowed")
     except ValueError as err:
         assert "WITHIN n EVENTS" in str(err)
     else:
@@ -304,10 +289,9 @@ def windowed_cases(draw: st.DrawFn) -> tuple[ast.Query, list[dict[str, Any]], li
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(windowed_cases())
 def test_windowed_runtime_equals_oracle(case: tuple[ast.Query, list[dict[str, Any]], list[int]]) -> None:
-    with windowed_preferred():
-        compiled = compile_case(case[0])
-        assert compiled.register_runtime in ("windowed", "pairs")
-        check_against_oracle(case)
+    compiled = compile_case(case[0], windowed=True)
+    assert compiled.register_runtime in ("windowed", "pairs")
+    check_against_oracle(case, windowed=True)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
@@ -317,12 +301,11 @@ def test_windowed_runtime_and_all_equal_oracle(
 ) -> None:
     """AND/ALL products with conditions, unrolled and determinized lazily (UNLESS: runs)."""
     query = replace(case[0], within=ast.EventsWindow(window))
-    with windowed_preferred():
-        compiled = compile_case(query)
-        assert compiled.srt is not None
-        expected = ("runs",) if compiled.srt.monitors else ("windowed", "pairs")
-        assert compiled.register_runtime in expected
-        check_against_oracle((query, case[1], case[2]))
+    compiled = compile_case(query, windowed=True)
+    assert compiled.plan.srt is not None
+    expected = ("runs",) if compiled.plan.srt.monitors else ("windowed", "pairs")
+    assert compiled.register_runtime in expected
+    check_against_oracle((query, case[1], case[2]), windowed=True)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
@@ -338,8 +321,7 @@ def test_windowed_runtime_cache_restarts_and_switch_to_runs(
     window_runtime.WARM_UP, window_runtime.PERIOD = every, every
     window_runtime.MISS_LIMIT = miss_limit  # 0: switch at the first measurement; 2: never
     try:
-        with windowed_preferred():
-            check_against_oracle(case)
+        check_against_oracle(case, windowed=True)
     finally:
         (window_runtime.CACHE_LIMIT, window_runtime.WARM_UP, window_runtime.PERIOD,
          window_runtime.MISS_LIMIT) = saved
@@ -362,10 +344,9 @@ def test_switch_to_runs_mid_stream_keeps_the_output() -> None:
     table = pa.Table.from_pylist(_stock_rows(3000, 5))
 
     def run(runtime: str) -> tuple[list[tuple[int, int, tuple[int, ...]]], Any]:
-        q = kleene.compile(query)
-        q.register_runtime = runtime
+        q = kleene.compile(query).tuned(register_runtime=runtime)
         got = [(m.start, m.end, m.positions) for m in q.matches(table.to_batches(max_chunksize=500))]
-        return sorted(got, key=lambda m: (m[1], m)), q._last.engine  # order within an end may differ
+        return sorted(got, key=lambda m: (m[1], m)), q.last_session.engine  # order within an end may differ
 
     reference, _ = run("runs")
     assert len(reference) > 50

@@ -15,16 +15,21 @@ Several queries in one pass share the predicate evaluation::
         print(ce.query, ce.start, ce.end)
 """
 
-from kleene.api import ComplexEvent, Match, Query, compile
+from kleene.api import Query, compile
 from kleene.io.merge import merge_streams
+from kleene.io.sources import to_batches
 from kleene.language.errors import DataError, KleeneError, QueryError, UnsupportedError
-from kleene.queryset import QueryMatch, QuerySet, compile_many
+from kleene.options import InputOptions
+from kleene.queryset import QuerySet, compile_many
+from kleene.results import ComplexEvent, Match, MatchBatch, QueryMatch
 
 __all__ = [
     "ComplexEvent",
     "DataError",
+    "InputOptions",
     "KleeneError",
     "Match",
+    "MatchBatch",
     "Query",
     "QueryError",
     "QueryMatch",
@@ -33,4 +38,5 @@ __all__ = [
     "compile",
     "compile_many",
     "merge_streams",
+    "to_batches",
 ]

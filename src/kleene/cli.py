@@ -529,7 +529,7 @@ def _run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         assert isinstance(writer, JsonlWriter)
         try:
             rows = result.orderBy("end", "start", "positions").toLocalIterator()
-            attrs = query._attrs
+            attrs = query.plan.attrs
             for row in rows:
                 writer.write(_spark_event(row.asDict(recursive=True), query.type_column, attrs))
             output.commit()

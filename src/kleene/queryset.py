@@ -31,32 +31,26 @@ from 1 over the whole set).  Names must be unique.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from kleene.api import (
-    ComplexEvent,
-    OrderedFeed,
-    Query,
-    QueryMatch,
-    ReorderBuffer,
-    Session,
-    _batches,
-    compile_parsed,
-    number_rows,
-    pushdown,
-)
+from kleene.api import Query, compile_parsed
 from kleene.automata.conform import Requirement, conform
 from kleene.automata.shared import SharedPredicates
-from kleene.batches import MatchBatch
+from kleene.evaluable import Evaluable
 from kleene.io.badrows import BadRowPolicy
+from kleene.io.reorder import ReorderBuffer
 from kleene.language.errors import KleeneError, QueryError
 from kleene.language.parser import name_span, parse
 from kleene.language.schema import Schema
+from kleene.options import InputOptions
+from kleene.planning import Plan
+from kleene.results import MatchBatch
+from kleene.session import OrderedFeed, Session, number_rows
 
 
 @dataclass(frozen=True)
@@ -72,10 +66,11 @@ def compile_many(
     queries: str | Sequence[str | tuple[str | None, str]] | Mapping[str, str],
     schema: Schema | None = None,
     *,
-    type_column: str = "type",
+    options: InputOptions | None = None,
+    type_column: str | None = None,
     time_column: str | None = None,
-    time_unit: str = "s",
-    on_bad_row: str | BadRowPolicy = "error",
+    time_unit: str | None = None,
+    on_bad_row: str | BadRowPolicy | None = None,
     max_delay: str | None = None,
     stream_column: str | None = None,
 ) -> QuerySet:
@@ -93,14 +88,15 @@ def compile_many(
         texts = [(str(k), v) for k, v in queries.items()]
     else:
         texts = [(None, t) if isinstance(t, str) else t for t in queries]
-    options: dict[str, Any] = {
-        "type_column": type_column,
-        "time_column": time_column,
-        "time_unit": time_unit,
-        "on_bad_row": on_bad_row,
-        "max_delay": max_delay,
-        "stream_column": stream_column,
-    }
+    options = InputOptions.given(
+        options,
+        type_column=type_column,
+        time_column=time_column,
+        time_unit=time_unit,
+        on_bad_row=on_bad_row,
+        max_delay=max_delay,
+        stream_column=stream_column,
+    )
     compiled: list[Query] = []
     names: list[str] = []
     spans: dict[str, None] = {}
@@ -117,47 +113,38 @@ def compile_many(
                 span = name_span(given, query.span) if given is not None else query.span
                 raise QueryError(f"two queries are named {name!r}", span.line, span.column, text)
             spans[name] = None
-            compiled.append(compile_parsed(program, k, text, schema, **options))
+            compiled.append(compile_parsed(program, k, text, schema, options))
             names.append(name)
     if not compiled:
         raise KleeneError("no query to compile")
-    return QuerySet(compiled, names, **options)
+    return QuerySet(compiled, names, options)
 
 
-class QuerySet:
-    """Compiled queries evaluated together over one stream (see the module docstring)."""
+class QuerySet(Evaluable):
+    """Compiled queries evaluated together over one stream (see the module docstring).
+
+    Its methods are those of :class:`kleene.Query` (:class:`~kleene.evaluable.Evaluable`);
+    complex events name their query, and at one end position come in the
+    order of the queries.
+    """
 
     def __init__(
-        self,
-        queries: Sequence[Query],
-        names: Sequence[str],
-        *,
-        type_column: str = "type",
-        time_column: str | None = None,
-        time_unit: str = "s",
-        on_bad_row: str | BadRowPolicy = "error",
-        max_delay: str | None = None,
-        stream_column: str | None = None,
+        self, queries: Sequence[Query], names: Sequence[str], options: InputOptions
     ) -> None:
         self.queries = list(queries)
+        self.plans = [q.plan for q in self.queries]
+        self.options = options
         self.columns = tuple(dict.fromkeys(c for q in self.queries for c in q.columns))
-        """The input columns any of the queries reads (see :attr:`kleene.Query.columns`)."""
         self.names = list(names)
         if len(set(self.names)) != len(self.names):
             raise KleeneError("query names must be unique")
-        self.type_column = type_column
-        self.time_column = time_column
-        self.time_unit = time_unit
-        self.stream_column = stream_column
-        self._policy_spec = on_bad_row
-        self.max_delay = self.queries[0].max_delay if self.queries else None
         self.groups = self._groups()
-        self._session = QuerySetSession(self)
+        super().__init__()
 
     def _groups(self) -> list[_Group]:
         """Queries that agree on every attribute's kind share conform and predicates."""
         plans: list[tuple[list[int], dict[str, Requirement]]] = []
-        for i, q in enumerate(self.queries):
+        for i, q in enumerate(self.plans):
             for members, reqs in plans:
                 if all(reqs[a].kind == r.kind for a, r in q.requirements.items() if a in reqs):
                     members.append(i)
@@ -177,72 +164,17 @@ class QuerySet:
                 tuple(members),
                 reqs,
                 SharedPredicates(
-                    [self.queries[i].atoms for i in members],
-                    type_column=self.type_column,
-                    stream_column=self.stream_column,
+                    [self.plans[i].atoms for i in members],
+                    type_column=self.options.type_column,
+                    stream_column=self.options.stream_column,
                 ),
             )
             for members, reqs in plans
         ]
 
-    # ------------------------------------------------------------ public API
     def session(self) -> QuerySetSession:
         """A fresh evaluation state for all the queries."""
         return QuerySetSession(self)
-
-    @property
-    def bad_rows(self) -> BadRowPolicy:
-        """The bad-row policy of the latest run (or of push/push_batch)."""
-        return getattr(self, "_last_session", self._session).policy
-
-    def run(self, source: Any) -> Iterator[ComplexEvent]:
-        """Evaluate every query over a whole source, from a fresh state.
-
-        Complex events come in order of end position; at one end position,
-        in the order of the queries.
-        """
-        yield from self._whole(source, events=True)
-
-    def matches(self, source: Any) -> Iterator[QueryMatch]:
-        """Like :meth:`run`, without the events' data."""
-        yield from self._whole(source, events=False)
-
-    def match_batches(self, source: Any, *, events: bool = False) -> Iterator[MatchBatch]:
-        """The bulk path (see :meth:`kleene.Query.match_batches`); ``query`` names each one's query.
-
-        Each batch holds the complex events of every query for one input
-        batch, in the order of :meth:`matches`.
-        """
-        yield from self._whole(source, events=events, columnar=True)
-
-    def _whole(self, source: Any, *, events: bool, columnar: bool = False) -> Iterator[Any]:
-        """A whole source through a fresh session (see ``OrderedFeed.feed_all``)."""
-        session = QuerySetSession(self)
-        self._last_session = session
-        batches = _batches(source, pushdown(self.columns, self._policy_spec, events=events))
-        return session.feed_all(batches, with_events=events, columnar=columnar)
-
-    def run_arrow(self, source: Any, *, events: bool = True) -> Iterator[pa.RecordBatch]:
-        """The complex events as Arrow record batches, with a ``query`` column."""
-        for batch in self.match_batches(source, events=events):
-            yield batch.to_arrow()
-
-    def push(self, event: Mapping[str, Any]) -> list[ComplexEvent]:
-        """Feed one event; return the complex events it completes."""
-        return self.push_batch(pa.RecordBatch.from_pylist([dict(event)]))
-
-    def push_batch(self, batch: pa.RecordBatch | pa.Table) -> list[ComplexEvent]:
-        """Feed a batch of events; return the complex events they complete."""
-        self._last_session = self._session
-        out: list[ComplexEvent] = []
-        for b in _batches(batch):
-            out.extend(self._session.feed(b, with_events=True))
-        return out
-
-    def flush(self) -> list[ComplexEvent]:
-        """End of the pushed stream: release the events still held back by ``max_delay``."""
-        self._last_session = self._session
-        return self._session.flush(with_events=True)
 
 
 class QuerySetSession(OrderedFeed):
@@ -250,28 +182,28 @@ class QuerySetSession(OrderedFeed):
 
     def __init__(self, qs: QuerySet) -> None:
         self.qs = qs
-        spec = qs._policy_spec
-        self.policy = spec if isinstance(spec, BadRowPolicy) else BadRowPolicy(spec)
+        options = qs.options
+        self.policy = options.policy()
         reported: set[int] = set()
         self.sessions: list[Session] = []
-        for q, name in zip(qs.queries, qs.names, strict=True):
-            s = Session(q, self.policy)
+        for plan, name in zip(qs.plans, qs.names, strict=True):
+            s = Session(plan, self.policy)
             s.name = name
             s.reported = reported
             self.sessions.append(s)
         self.next_row = 0
-        q0 = qs.queries[0]
+        delay = options.delay_nanos
         self.reorder = (
             None
-            if qs.max_delay is None
-            else ReorderBuffer(q0.time_column or "", q0.time_unit, qs.max_delay)
+            if delay is None
+            else ReorderBuffer(options.time_column or "", options.time_unit, delay)
         )
 
-    def _set_aside(
+    def set_aside(
         self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str
     ) -> None:
         """Late and unreadable rows of the shared buffer go to the shared policy once."""
-        self.sessions[0]._set_aside(batch, row, pos, column, reason)
+        self.sessions[0].set_aside(batch, row, pos, column, reason)
 
     def _evaluate(
         self,
@@ -283,6 +215,7 @@ class QuerySetSession(OrderedFeed):
         columnar: bool = False,
     ) -> list[Any]:
         qs = self.qs
+        type_column = qs.options.type_column
         n = batch.num_rows
         positions = number_rows(self.next_row, n, positions)
         if n == 0:
@@ -292,16 +225,16 @@ class QuerySetSession(OrderedFeed):
         results: list[list[Any]] = [[] for _ in self.sessions]
         types: list[Any] | None = None
         for group in qs.groups:
-            requirements = _batch_requirements(group, qs.queries, batch.schema)
-            conformed, problems = conform(batch, requirements, type_column=qs.type_column)
+            requirements = _batch_requirements(group, qs.plans, batch.schema)
+            conformed, problems = conform(batch, requirements, type_column=type_column)
             bits = group.predicates.evaluate(conformed)
-            if problems and types is None and qs.type_column in batch.schema.names:
-                types = batch.column(qs.type_column).to_pylist()
+            if problems and types is None and type_column in batch.schema.names:
+                types = batch.column(type_column).to_pylist()
             for index, query_bits in zip(group.members, bits, strict=True):
                 s = self.sessions[index]
                 s.next_row = self.next_row
                 s.check_schema(batch)
-                bad = _problems_of(s.query, problems, types, qs.type_column, batch.schema)
+                bad = _problems_of(s.plan, problems, types, type_column, batch.schema)
                 mine = s.stream_rows(batch, named)
                 original, rows, pos, names, qbits = batch, conformed, positions, named, query_bits
                 if mine is not None:
@@ -321,16 +254,16 @@ class QuerySetSession(OrderedFeed):
 
 
 def _batch_requirements(
-    group: _Group, queries: Sequence[Query], schema: pa.Schema
+    group: _Group, plans: Sequence[Plan], schema: pa.Schema
 ) -> dict[str, Requirement]:
     """The group's requirements, plus those whose kind only the input's columns give.
 
     A condition between events such as ``b[price < a.price]`` fixes no kind for
-    ``price`` (:meth:`Query.requirements_for`); its values must still be valid.
+    ``price`` (:meth:`Plan.requirements_for`); its values must still be valid.
     """
     extra: dict[str, Requirement] = {}
     for i in group.members:
-        q = queries[i]
+        q = plans[i]
         for attr, r in q.requirements_for(schema).items():
             if attr in group.requirements or attr in q.requirements:
                 continue
@@ -343,7 +276,7 @@ def _batch_requirements(
 
 
 def _problems_of(
-    query: Query,
+    query: Plan,
     problems: list[tuple[int, str, str]],
     types: list[Any] | None,
     type_column: str,

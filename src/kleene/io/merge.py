@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kleene.io.sources import to_batches
 from kleene.io.timecol import to_nanos
 from kleene.language.errors import DataError, KleeneError
 
@@ -73,15 +74,13 @@ def merge_streams(
     already).  Several inputs need ``time_column``; columns missing from an
     input are null in its rows.
     """
-    from kleene.api import _batches
-
     pairs = list(inputs.items()) if isinstance(inputs, Mapping) else list(inputs)
     if not pairs:
         return
     if len(pairs) > 1 and time_column is None:
         raise KleeneError("several inputs are merged by time: give the time column")
     streams = [
-        _Input(name, _named(name, _batches(source), stream_column)) for name, source in pairs
+        _Input(name, _named(name, to_batches(source), stream_column)) for name, source in pairs
     ]
     if len(streams) == 1:
         yield from streams[0].batches

@@ -41,6 +41,10 @@ decodes only their column chunks and CSV parses only their fields, which is
 most of the reading time on wide files.  ``dictionary=True`` reads Parquet
 string columns as dictionary arrays, as they are stored: no string is built
 per row, and every comparison then runs on the few distinct values.
+
+Size: one reader per format (CSV, JSON Lines, Parquet) with the shared
+decompression, type widening and line-numbered errors; each format is short, the shared
+error reporting is what makes them agree.
 """
 
 from __future__ import annotations
@@ -59,8 +63,6 @@ from typing import IO, Any, cast
 
 import pyarrow as pa
 import pyarrow.csv as pcsv
-import pyarrow.json as pjson
-import pyarrow.parquet as pq
 
 from kleene.language.errors import DataError
 
@@ -183,6 +185,8 @@ def count_rows(path: str | Path, *, format: str | None = None) -> int | None:
         return None
     try:
         if fmt == "parquet":
+            import pyarrow.parquet as pq  # lazy, as in _read_parquet
+
             return int(pq.ParquetFile(p).metadata.num_rows)
         if p.suffix.lower() in _COMPRESSION:
             return None
@@ -221,6 +225,9 @@ def _threads() -> bool:
 def _read_parquet(
     path: Path, batch_size: int, wanted: frozenset[str] | None = None, dictionary: bool = False
 ) -> Iterator[pa.RecordBatch]:
+    # Imported here: only Parquet inputs pay its start-up cost (most CLI runs read CSV).
+    import pyarrow.parquet as pq
+
     try:
         pf = pq.ParquetFile(path)
         schema = pf.schema_arrow
@@ -424,6 +431,8 @@ def _array_chunks(path: Path, data: bytes, chunk_rows: int) -> Iterator[Chunk]:
 
 def _parse_chunk_arrow(chunk: Chunk) -> pa.Table | None:
     """The chunk parsed by Arrow's JSON reader, or None if Arrow cannot (the slow path can)."""
+    import pyarrow.json as pjson  # lazy: only JSON inputs pay its start-up cost
+
     data = b"\n".join(line for _, line in chunk)
     try:
         table = pjson.read_json(

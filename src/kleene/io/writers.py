@@ -13,7 +13,7 @@ converting path.  Lines are buffered and written in blocks, never flushed per
 event, because output speed matters when a query yields millions of events.
 
 The bulk path (:meth:`JsonlWriter.write_batch`, :func:`json_lines`) writes a
-whole :class:`~kleene.batches.MatchBatch` at once and gives, byte for byte,
+whole :class:`~kleene.results.MatchBatch` at once and gives, byte for byte,
 the lines of :meth:`JsonlWriter.write` on its complex events: each input row
 is rendered as a JSON object once (:func:`json_rows`, column by column with
 the encoders ``json.dumps`` itself uses), and the lines are assembled by
@@ -21,6 +21,10 @@ Arrow's string kernels (``take`` of the rendered rows, ``binary_join`` per
 complex event), with no Python object per complex event.  Where it is built,
 ``kleene.io._jsonl`` (:mod:`kleene.native`) lays the rows and the lines out
 instead, one pass each, with the same bytes.
+
+Size: the JSON rendering of Arrow values and the three writers (JSON Lines, Parquet,
+Arrow IPC) share the value rules and the buffer plumbing; one module keeps the output
+formats consistent byte for byte.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from kleene.language.errors import KleeneError
 from kleene.native import load
 
 if TYPE_CHECKING:
-    from kleene.batches import MatchBatch
+    from kleene.results import MatchBatch
 
 _BUFFER_LINES = 512
 

@@ -11,6 +11,9 @@ Names that the AST stores as plain strings (FROM streams, PARTITION BY and
 WITHIN attributes, projected attributes, declared attributes) are returned as
 :class:`Name`, a ``str`` subclass that also remembers its span; it compares and
 hashes exactly like the plain string.
+
+Size: one module because the transformer has one method per grammar rule and the
+parser cache serves only it; split, the grammar's mirror would be in pieces.
 """
 
 from __future__ import annotations

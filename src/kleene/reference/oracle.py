@@ -87,6 +87,9 @@ record the variables something reads (FILTER and SELECT variables) next to the
 full set of positions (``AS`` reads only that set, which is the union of all
 variables), and, for count and duration windows, valuations whose interval is
 already too long are dropped early (intervals only grow when combined).
+
+Size: the oracle is deliberately one self-contained evaluator of the formal semantics,
+sharing no code with the engines it checks.
 """
 
 from __future__ import annotations

@@ -42,6 +42,9 @@ CEQL patterns:
 A run accepts when a transition that binds a variable enters a final state
 (SRT Def 24: the last transition is marked).  Outputs (•) are the
 transitions whose variables meet the projection.
+
+Size: the SRT compiler is one recursive construction over the pattern (one case per
+operator, the register bookkeeping threaded through all of them).
 """
 
 from __future__ import annotations

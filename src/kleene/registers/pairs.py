@@ -44,7 +44,7 @@ from kleene.automata.predicates import PredicateTable
 from kleene.language import ast
 from kleene.language.conditions import var_attrs
 from kleene.registers.automaton import SRT, RTransition
-from kleene.runtime.enumeration import Found
+from kleene.runtime.contract import FoundSink
 
 LEFT = "\x00first."
 """Column-name prefix of the first event's attributes in a pair batch."""
@@ -143,7 +143,7 @@ def run_pairs(
     positions: np.ndarray,
     times: np.ndarray,
     window: float,
-    out: list[Found],
+    out: FoundSink,
 ) -> None:
     """Append the batch's complex events to ``out``, in order of end position."""
     found: list[tuple[np.ndarray, np.ndarray, bool, bool]] = []

@@ -49,7 +49,7 @@ import pyarrow as pa
 
 from kleene.registers.automaton import SRT
 from kleene.registers.pairs import pair_plan, run_pairs
-from kleene.runtime.enumeration import Found
+from kleene.runtime.contract import FoundSink
 
 NO_BOUND = -(1 << 62)
 UNLIMITED = 1 << 62
@@ -167,7 +167,7 @@ class RegisterEngine:
         positions: np.ndarray,
         times: np.ndarray | None,
         key_columns: Sequence[Sequence[Hashable]] | None,
-        out: list[Found],
+        out: FoundSink,
     ) -> None:
         """Process one batch (rows in stream order), appending its complex events to ``out``.
 
@@ -309,7 +309,7 @@ class RegisterEngine:
         return found
 
     def _emit(
-        self, found: list[tuple[int, tuple[int, ...]]], end: int, key: Hashable, out: list[Found]
+        self, found: list[tuple[int, tuple[int, ...]]], end: int, key: Hashable, out: FoundSink
     ) -> None:
         unique = list(dict.fromkeys(found))
         if self.srt.strategy_first:

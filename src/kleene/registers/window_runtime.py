@@ -33,14 +33,13 @@ Measured (docs/semantics.md, "Windowed unrolling and determinization"), this
 is not faster than the runs of :mod:`kleene.registers.runtime`: subsets
 include the runs' ages, so they repeat rarely once several runs are live,
 and where they do repeat the guards remain and the bookkeeping costs about
-what the runs' set updates cost.  So the engine does not choose it
-(:data:`PREFER_WINDOWED`); it hands over to the runs by itself when the cache
+what the runs' set updates cost.  So the planner does not choose it
+unless asked (``Tuning.windowed``); it hands over to the runs by itself when the cache
 misses on more than :data:`MISS_LIMIT` of the events.
 """
 
 from __future__ import annotations
 
-import types
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -334,8 +333,6 @@ class WindowedEngine(RegisterEngine):
         self.subsets, self.oldest, self._subset_id = [], [], {}
         self.on_runs = True
         self.switched_at = self.steps
-        # From now on the runs' own methods, without a test per event.
-        self._step = types.MethodType(RegisterEngine._step, self)  # type: ignore[method-assign]
 
     def _evict_expired(self, tau: Any) -> None:
         if self.on_runs:
@@ -363,17 +360,18 @@ class WindowedEngine(RegisterEngine):
 
 WINDOWED_MAX = 64
 """The largest ``WITHIN n EVENTS`` the windowed runtime may be chosen for."""
-PREFER_WINDOWED = False
-"""Choose the windowed runtime where it applies.  Off: measured on benchmarks/registers.py it
-is 5-30% slower than the runs (docs/semantics.md, "Windowed unrolling and determinization");
-the tests turn it on to check it against the oracle, and ``Query.register_runtime`` can be
-set to ``"windowed"`` before running a query."""
 
 
 def choose_register_runtime(
-    srt: SRT, settings: Any, within: ast.Window | None, type_column: str
+    srt: SRT, settings: Any, within: ast.Window | None, type_column: str, *, windowed: bool
 ) -> str:
-    """``"pairs"`` (vectorized pair join), ``"windowed"`` (this module) or ``"runs"``."""
+    """``"pairs"`` (vectorized pair join), ``"windowed"`` (this module) or ``"runs"``.
+
+    ``windowed``: choose this module's runtime where it applies.  The planner
+    passes False by default: measured on benchmarks/registers.py it is 5-30%
+    slower than the runs (docs/semantics.md, "Windowed unrolling and
+    determinization"); the tests ask for it to check it against the oracle.
+    """
     plan = pair_plan(
         srt, window=settings.window, partitioned=settings.partitioned, consume=settings.consume,
         limit=settings.limit, strategy=settings.strategy, type_column=type_column,
@@ -382,6 +380,13 @@ def choose_register_runtime(
         return "pairs"
     if srt.monitors:
         return "runs"  # UNLESS monitors run next to the runs only
-    if PREFER_WINDOWED and isinstance(within, ast.EventsWindow) and within.count <= WINDOWED_MAX:
+    if windowed and windowed_applies(srt, within):
         return "windowed"
     return "runs"
+
+
+def windowed_applies(srt: SRT, within: ast.Window | None) -> bool:
+    """The windowed runtime needs a count window of at most :data:`WINDOWED_MAX` and no UNLESS."""
+    return (
+        not srt.monitors and isinstance(within, ast.EventsWindow) and within.count <= WINDOWED_MAX
+    )

@@ -43,6 +43,9 @@ written at depth ``j`` of a node at depth ``d`` from the event ``d - j``
 events back in the partition's history: the deterministic automaton's
 registers are the last ``depth`` events, and a node determines where each of
 its registers lives.
+
+Size: the SRT technical report's unrolling, register automaton runs and
+determinization (Algorithms 5-7) are one construction, tested step by step against each other.
 """
 
 from __future__ import annotations

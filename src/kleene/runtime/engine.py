@@ -23,7 +23,7 @@ be in no complex event: it is skipped too, whatever the active states
 (:mod:`kleene.runtime.lookahead`).  The loop then runs over the remaining
 candidates only, and converts only their positions and times to Python.
 A batch's undecided tail (live events after its last final-capable event)
-is carried into the next batch (:class:`Tail`) instead of being stepped:
+is carried into the next batch (:class:`~kleene.runtime.tail.Tail`) instead of being stepped:
 no complex event ends in it, so outputs come at the same events as before.
 
 **Windows.**  ``tau = time - window`` is the earliest start a complex event
@@ -39,8 +39,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from kleene.automata.determinize import LazyDFA
+from kleene.runtime.contract import FoundSink
 from kleene.runtime.enumeration import Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
 from kleene.runtime.lookahead import Lookahead
@@ -48,6 +50,7 @@ from kleene.runtime.maximal import MaxEvaluator, MaxRules, supported
 from kleene.runtime.nxt import NxtEvaluator, NxtRules
 from kleene.runtime.projection import Projector
 from kleene.runtime.strategies import last_match, maximal_matches
+from kleene.runtime.tail import Tail
 from kleene.runtime.tecs import Node
 
 NO_BOUND = -(1 << 62)
@@ -94,61 +97,6 @@ class Settings:
     """NEXT, LAST and MAX select among the complex events of one end (runtime/strategies.py)."""
 
 
-
-
-@dataclass(frozen=True, slots=True)
-class Tail:
-    """Live events after a batch's last final-capable event, held until the next batch.
-
-    No complex event ends at them, so deferring them delays no output; the
-    next batch tells which of them still reach a final-capable event within
-    the window (those are stepped before it) and which are dead (dropped, as
-    all are at the end of the stream).  Without it a batch's tail was stepped
-    every time: a window's worth of events per batch, more the wider the
-    window.  It is never longer than the batch that follows.
-    """
-
-    bits: np.ndarray
-    positions: np.ndarray
-    times: np.ndarray | None
-    """None when positions are the times."""
-    keys: list[list[Hashable]] | None
-
-    @classmethod
-    def of(
-        cls,
-        rows: np.ndarray,
-        bits: np.ndarray,
-        positions: np.ndarray,
-        times: np.ndarray | None,
-        keys: Sequence[Sequence[Hashable]] | None,
-    ) -> Tail:
-        """The given rows of a batch."""
-        picked = None if keys is None else [[col[i] for i in rows.tolist()] for col in keys]
-        return cls(bits[rows], positions[rows], None if times is None else times[rows], picked)
-
-    def __len__(self) -> int:
-        return len(self.bits)
-
-    def alive(self, horizon: int | float | None, window: int | float) -> Tail | None:
-        """The events that reach ``horizon`` (the next final-capable time) within the window."""
-        if horizon is None:
-            return self
-        times = self.positions if self.times is None else self.times
-        keep = (horizon - times) <= window
-        if keep.all():
-            return self
-        if not keep.any():
-            return None
-        return Tail.of(np.flatnonzero(keep), self.bits, self.positions, self.times, self.keys)
-
-    def __add__(self, other: Tail) -> Tail:
-        return Tail(
-            np.concatenate((self.bits, other.bits)),
-            np.concatenate((self.positions, other.positions)),
-            None if self.times is None or other.times is None else np.concatenate((self.times, other.times)),
-            None if self.keys is None or other.keys is None else [a + b for a, b in zip(self.keys, other.keys)],
-        )
 
 
 class Engine:
@@ -199,14 +147,17 @@ class Engine:
 
     def run_batch(
         self,
+        batch: pa.RecordBatch | None,
         bits: np.ndarray,
         positions: Sequence[int] | np.ndarray,
         times: Sequence[int] | Sequence[float] | np.ndarray | None,
         key_columns: Sequence[Sequence[Hashable]] | None,
-        out: list[Found],
+        out: FoundSink,
     ) -> None:
         """Process one batch of events, appending its complex events to ``out``.
 
+        The contract of :class:`kleene.runtime.contract.BatchEngine`; the tECS
+        engine reads only the bits, never ``batch``'s attributes.
         ``times`` is None for event windows and unwindowed queries (positions
         serve as times).  ``key_columns`` holds the values of the PARTITION
         BY attributes, one sequence per attribute (None if not partitioned);
@@ -214,6 +165,13 @@ class Engine:
         ``positions`` and ``times`` may be numpy arrays or lists; only the
         entries of the events that are visited are converted to Python values.
         """
+        if self.projector is not None and not isinstance(out, list):
+            # Projection rewrites the batch's latest results: it works on a list,
+            # whose complex events then go to the bulk path's columns.
+            found: list[Found] = []
+            self.run_batch(batch, bits, positions, times, key_columns, found)
+            out.extend(found)
+            return
         n = len(positions)
         if n == 0:
             return
@@ -275,7 +233,7 @@ class Engine:
         times: np.ndarray | None,
         key_columns: Sequence[Sequence[Hashable]] | None,
         cand: np.ndarray | None,
-        out: list[Found],
+        out: FoundSink,
     ) -> None:
         """Algorithm 1 over the events ``cand`` of a batch (all when None), skipping inert ones."""
         dfa = self.dfa
@@ -429,6 +387,7 @@ class Engine:
                         if found >= room:
                             break
                 if projector is not None and found:
+                    assert isinstance(out, list)  # run_batch gives the projector a list
                     out[mark:] = projector.apply(out[mark:], limit)
                     found = len(out) - mark
                 if found and consume != "NONE":
@@ -457,7 +416,7 @@ class Engine:
                     provide(active, k)
 
     def _select(
-        self, outputs: list[Node], tau: float, out: list[Found], limit: int, end: int, key: Hashable
+        self, outputs: list[Node], tau: float, out: FoundSink, limit: int, end: int, key: Hashable
     ) -> int:
         """The complex events ending at ``end`` that the strategy keeps; how many."""
         if self.settings.strategy == "MAX":

@@ -133,7 +133,7 @@ class Columns:
     tECS with :meth:`add_node`, which creates no object per complex event.
     Per complex event it appends its start and its number of positions, and
     extends one flat array with its positions *latest first* (the order in
-    which the walk meets them); :class:`kleene.batches.MatchBatch` reverses
+    which the walk meets them); :class:`kleene.results.MatchBatch` reverses
     each run of positions with one vectorized gather.  Ends and partition
     keys are stored once per enumerated node, with the number of complex
     events it gave (run-length).

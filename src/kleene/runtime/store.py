@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 
-class _Stored:
+class Stored:
     __slots__ = ("batch", "positions", "first", "last", "max_time", "_columns", "derived")
 
     def __init__(self, batch: pa.RecordBatch, positions: np.ndarray, max_time: float) -> None:
@@ -40,21 +40,21 @@ class EventStore:
     """Maps input positions to event dicts for the batches still in reach."""
 
     def __init__(self) -> None:
-        self._batches: deque[_Stored] = deque()
+        self._batches: deque[Stored] = deque()
 
     def add(self, batch: pa.RecordBatch, positions: np.ndarray, max_time: float) -> None:
         if len(positions):
-            self._batches.append(_Stored(batch, positions, max_time))
+            self._batches.append(Stored(batch, positions, max_time))
 
     def release_before(self, tau: float) -> None:
         """Forget batches whose every event is earlier than ``tau``."""
         while len(self._batches) > 1 and self._batches[0].max_time < tau:
             self._batches.popleft()
 
-    def snapshot(self, lo: int, hi: int) -> list[_Stored]:
+    def snapshot(self, lo: int, hi: int) -> list[Stored]:
         """The stored batches holding positions ``lo..hi``, oldest first.
 
-        The bulk path (:class:`kleene.batches.EventRows`) keeps them, so that a
+        The bulk path (:class:`kleene.results.EventRows`) keeps them, so that a
         batch of complex events can still gather its events' data after the
         store has moved on.
         """

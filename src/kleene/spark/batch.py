@@ -1,6 +1,6 @@
 """CEQL over a Spark DataFrame, in batch: :func:`detect`.
 
-The engine (:mod:`kleene.api`) is a sequential evaluator: it needs the events
+The engine (:mod:`kleene.session`) is a sequential evaluator: it needs the events
 of a stream in order, with positions.  Spark gives us neither order nor row
 numbers, so the pipeline is:
 
@@ -16,7 +16,7 @@ numbers, so the pipeline is:
 
    * ``partitioned`` (PARTITION BY, no ``CONSUME BY ANY``): repartition by the
      key, sort within partitions by position, and feed the task's rows, in
-     Arrow batches, to one engine :class:`~kleene.api.Session`, which keeps
+     Arrow batches, to one engine :class:`~kleene.session.Session`, which keeps
      one state per key itself (and releases keys whose runs left the
      window).  Exact, because a key's complex events depend only on its own
      substream, which the task sees whole and in order (positions stay
@@ -69,6 +69,7 @@ from kleene.language import ast
 from kleene.language.checks import check
 from kleene.language.errors import KleeneError
 from kleene.language.schema import Schema
+from kleene.options import InputOptions
 
 PREFIX = "__kleene_"
 RID = PREFIX + "rid"
@@ -159,13 +160,14 @@ def detect(
     query: str | Query,
     *,
     time_column: str | None = None,
-    type_column: str = "type",
+    type_column: str | None = None,
     order_by: str | Sequence[str] | None = None,
-    time_unit: str = "s",
+    time_unit: str | None = None,
     schema: Schema | None = None,
     query_id: str | None = None,
     ranges: int | None = None,
     stream_column: str | None = None,
+    options: InputOptions | None = None,
 ) -> DataFrame:
     """Run a CEQL query over ``df``; return one row per complex event (lazily).
 
@@ -180,6 +182,8 @@ def detect(
     ``ranges=1`` forces the single ordered task, e.g. to measure the speed-up.
     ``stream_column`` names the column holding each event's stream (FROM
     and ``S>E``, as in :func:`kleene.compile`); positions count every row.
+    The input options may also come as one ``options`` value (a compiled
+    ``query`` brings its own), which single keywords override.
 
     The query is compiled here, so query errors surface before any job runs;
     executors compile the text again (cheap, and nothing but text travels).
@@ -187,18 +191,19 @@ def detect(
     """
     if isinstance(query, Query):
         text, schema = query.text, schema or query.schema
-        type_column, time_column, time_unit = query.type_column, query.time_column, query.time_unit
-        stream_column = stream_column or query.stream_column
+        options = options or query.options
     else:
         text = query
-    compiled = kleene.compile(
-        text,
-        schema,
+    options = InputOptions.given(
+        options,
         type_column=type_column,
         time_column=time_column,
         time_unit=time_unit,
         stream_column=stream_column,
     )
+    type_column, time_column = options.type_column, options.time_column
+    time_unit, stream_column = options.time_unit, options.stream_column
+    compiled = kleene.compile(text, schema, options=options)
     columns = list(df.columns)
     for name in columns:
         if name.startswith(PREFIX):
@@ -235,10 +240,7 @@ def detect(
     evaluator = _Evaluator(
         text=text,
         schema=schema,
-        type_column=type_column,
-        time_column=time_column,
-        time_unit=time_unit,
-        stream_column=stream_column,
+        options=options,
         columns=columns,
         mode=plan.mode,
         key_columns=[RANGE],
@@ -619,12 +621,9 @@ class _Evaluator:
         *,
         text: str,
         schema: Schema | None,
-        type_column: str,
-        time_column: str | None,
-        time_unit: str,
+        options: InputOptions,
         columns: list[str],
         mode: str,
-        stream_column: str | None = None,
         key_columns: list[str],
         range_starts: list[tuple[int, float]] | None,
         query_id: str,
@@ -632,10 +631,8 @@ class _Evaluator:
     ) -> None:
         self.text = text
         self.schema = schema
-        self.type_column = type_column
-        self.time_column = time_column
-        self.time_unit = time_unit
-        self.stream_column = stream_column
+        self.options = options
+        self.time_column = options.time_column
         self.columns = columns
         self.mode = mode
         self.key_columns = key_columns
@@ -644,14 +641,7 @@ class _Evaluator:
         self.out_schema = out_schema
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        query = kleene.compile(
-            self.text,
-            self.schema,
-            type_column=self.type_column,
-            time_column=self.time_column,
-            time_unit=self.time_unit,
-            stream_column=self.stream_column,
-        )
+        query = kleene.compile(self.text, self.schema, options=self.options)
         keyed = self.mode == "ranges"
         partition_names = list(dict.fromkeys(query.partition_by))
         session = query.session()

@@ -52,6 +52,7 @@ from kleene.language import ast
 from kleene.language.checks import check
 from kleene.language.errors import KleeneError, UnsupportedError
 from kleene.language.schema import Schema
+from kleene.options import InputOptions
 from kleene.spark.batch import OUTPUT_FIELDS, POS, PREFIX, output_schema
 
 US = PREFIX + "us"
@@ -154,13 +155,14 @@ def detect_stream(
     streaming_df: DataFrame,
     query: str | Query,
     *,
-    time_column: str,
+    time_column: str | None = None,
     watermark: str = "10 seconds",
     id_column: str | None = None,
-    type_column: str = "type",
-    time_unit: str = "s",
+    type_column: str | None = None,
+    time_unit: str | None = None,
     schema: Schema | None = None,
     query_id: str | None = None,
+    options: InputOptions | None = None,
 ) -> DataFrame:
     """Run a CEQL query over a streaming DataFrame; return a streaming DataFrame of results.
 
@@ -179,17 +181,22 @@ def detect_stream(
     The session needs the RocksDB state store
     (``spark.sql.streaming.stateStore.providerClass``; :func:`kleene.spark.local_session`
     sets it).  A checkpoint belongs to one query text: use a new checkpoint
-    directory when the query changes.
+    directory when the query changes.  ``time_column`` is required, here or in
+    ``options`` (:class:`~kleene.options.InputOptions`; a compiled ``query``
+    brings its own), which single keywords override.
     """
     if isinstance(query, Query):
         text, schema = query.text, schema or query.schema
-        type_column, time_unit = query.type_column, query.time_unit
-        time_column = query.time_column or time_column
+        options = options or query.options
     else:
         text = query
-    compiled = kleene.compile(
-        text, schema, type_column=type_column, time_column=time_column, time_unit=time_unit
+    options = InputOptions.given(
+        options, type_column=type_column, time_column=time_column, time_unit=time_unit
     )
+    if options.time_column is None:
+        raise KleeneError("a streaming query needs event times: pass time_column")
+    type_column, time_column, time_unit = options.type_column, options.time_column, options.time_unit
+    compiled = kleene.compile(text, schema, options=options)
     check_streamable(compiled)
     columns = list(streaming_df.columns)
     for name in columns:
@@ -209,9 +216,8 @@ def detect_stream(
     spec = _Spec(
         text=text,
         schema=schema,
-        type_column=type_column,
+        options=options,
         time_column=time_column,
-        time_unit=time_unit,
         id_column=id_column,
         columns=columns,
         input_schema_json=input_schema.json(),
@@ -335,9 +341,8 @@ class _Spec:
 
     text: str
     schema: Schema | None
-    type_column: str
+    options: InputOptions
     time_column: str
-    time_unit: str
     id_column: str | None
     columns: list[str]
     input_schema_json: str
@@ -364,13 +369,7 @@ class _CerProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         spec = self.spec
         self.handle = handle
-        self.query = kleene.compile(
-            spec.text,
-            spec.schema,
-            type_column=spec.type_column,
-            time_column=spec.time_column,
-            time_unit=spec.time_unit,
-        )
+        self.query = kleene.compile(spec.text, spec.schema, options=spec.options)
         input_schema = T.StructType.fromJson(_json(spec.input_schema_json))
         fields = [input_schema[c] for c in spec.columns]
         self.input_arrow = to_arrow_schema(T.StructType(fields), timezone="UTC")
@@ -526,7 +525,7 @@ class _CerProcessor(StatefulProcessor):
     def _nanos(self, rows: list[tuple[Any, ...]]) -> list[int]:
         field = self.input_arrow.field(self.time_index)
         column = pa.array([r[self.time_index] for r in rows], field.type)
-        values, _bad = to_nanos(column, self.spec.time_unit, name=self.spec.time_column)
+        values, _bad = to_nanos(column, self.spec.options.time_unit, name=self.spec.time_column)
         return [int(v) for v in values.tolist()]
 
     def _batch(self, rows: list[tuple[Any, ...]]) -> pa.RecordBatch:

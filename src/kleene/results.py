@@ -1,6 +1,10 @@
-"""Complex events in columns: the bulk path from the tECS to Arrow and JSON Lines.
+"""What a query gives back: complex events, one by one or in columns.
 
-:meth:`kleene.Query.match_batches` yields one :class:`MatchBatch` per input
+:class:`Match` (positions only), :class:`QueryMatch` (with its query's name)
+and :class:`ComplexEvent` (with the events' data) are the readable results of
+:meth:`kleene.Query.matches` and :meth:`kleene.Query.run`.
+
+The bulk path: :meth:`kleene.Query.match_batches` yields one :class:`MatchBatch` per input
 batch: the complex events that batch completed, as numpy columns (start,
 end, offsets into one flat array of positions, partition keys), with no
 Python object per complex event.  The engine fills them through
@@ -20,16 +24,68 @@ event with Arrow's string kernels.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from itertools import repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 from kleene.runtime.enumeration import Columns
-from kleene.runtime.store import _Stored
+from kleene.runtime.store import Stored
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+
+
+class Match(NamedTuple):
+    """A complex event without its events' data: what the engine produces."""
+
+    start: int
+    end: int
+    positions: tuple[int, ...]
+    partition: Hashable
+
+
+class QueryMatch(NamedTuple):
+    """A :class:`Match` and the name of its query, when several queries run together."""
+
+    query: str
+    start: int
+    end: int
+    positions: tuple[int, ...]
+    partition: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class ComplexEvent:
+    """A complex event: its interval, its positions and its events' data.
+
+    ``start`` and ``end`` are the 0-based input positions of its interval,
+    ``positions`` the sorted input positions of its events, ``events`` their
+    attributes (with the event type under the type column's name),
+    ``partition`` the PARTITION BY key (None without PARTITION BY), and
+    ``query`` the name of the query that found it when several queries run
+    together (:func:`kleene.compile_many`; None for a single query).
+    """
+
+    start: int
+    end: int
+    positions: tuple[int, ...]
+    events: tuple[dict[str, Any], ...]
+    partition: tuple[Any, ...] | None = None
+    query: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {} if self.query is None else {"query": self.query}
+        out |= {
+            "start": self.start,
+            "end": self.end,
+            "positions": list(self.positions),
+            "events": [dict(e) for e in self.events],
+        }
+        if self.partition is not None:
+            out["partition"] = list(self.partition)
+        return out
 
 
 class EventRows:
@@ -40,7 +96,7 @@ class EventRows:
     column: exactly the fields of :attr:`kleene.ComplexEvent.events`.
     """
 
-    def __init__(self, stored: list[_Stored], columns: tuple[str, ...] | None) -> None:
+    def __init__(self, stored: list[Stored], columns: tuple[str, ...] | None) -> None:
         self.stored = stored
         self.columns = None if columns is None else tuple(dict.fromkeys(columns))
         self._positions = (
@@ -233,8 +289,6 @@ class MatchBatch:
 
     def matches(self) -> list[Any]:
         """The readable form: one :class:`kleene.Match` (or ``QueryMatch``) per complex event."""
-        from kleene.api import Match, QueryMatch
-
         flat = self.positions.tolist()
         bounds = self.offsets.tolist()
         keys = self.partition or repeat(None)

@@ -1,0 +1,110 @@
+"""What a compiled query and a set of queries share: the ways of feeding them events.
+
+:class:`Evaluable` gives :class:`kleene.Query` and :class:`kleene.QuerySet`
+one set of public methods with one semantics: :meth:`~Evaluable.run`,
+:meth:`~Evaluable.matches`, :meth:`~Evaluable.match_batches` and
+:meth:`~Evaluable.run_arrow` evaluate a whole source from a fresh state;
+:meth:`~Evaluable.push`, :meth:`~Evaluable.push_batch` and
+:meth:`~Evaluable.flush` feed events incrementally into the object's own
+state.  Single events become one-row batches, so both paths share the
+vectorized predicate stage and give the same complex events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from kleene.io.badrows import BadRowPolicy
+from kleene.io.sources import pushdown, to_batches
+from kleene.options import InputOptions
+from kleene.results import ComplexEvent, Match, MatchBatch, QueryMatch
+from kleene.session import OrderedFeed
+
+
+class Evaluable:
+    """The shared front of :class:`kleene.Query` and :class:`kleene.QuerySet`.
+
+    A subclass sets :attr:`options` and :attr:`columns` and says how to make a
+    fresh :meth:`session`; everything else is here.
+    """
+
+    options: InputOptions
+    columns: tuple[str, ...]
+    """The input columns a run reads (type, filters, time, window, partitions, stream):
+    all it needs when the events' data is not output."""
+
+    def __init__(self) -> None:
+        self._session = self.session()
+        self._last_session: OrderedFeed = self._session
+
+    def session(self) -> OrderedFeed:
+        """A fresh evaluation state, fed batch by batch with ``feed``."""
+        raise NotImplementedError
+
+    @property
+    def last_session(self) -> OrderedFeed:
+        """The session of the latest run (or of push/push_batch): its engine, store and policy."""
+        return self._last_session
+
+    @property
+    def bad_rows(self) -> BadRowPolicy:
+        """The bad-row policy of the latest run (or of push/push_batch)."""
+        return self._last_session.policy
+
+    def run(self, source: Any) -> Iterator[ComplexEvent]:
+        """Evaluate over a whole source, from a fresh state.
+
+        ``source``: a file path (CSV, JSON Lines or Parquet), a pyarrow Table,
+        RecordBatch or reader, a pandas DataFrame, any Arrow PyCapsule stream
+        (polars, DuckDB), or an iterable of batches or event dicts
+        (:func:`kleene.io.sources.to_batches`).  Complex events come in order
+        of end position; at one end, in the order of the queries.
+        """
+        yield from self._whole(source, events=True)
+
+    def matches(self, source: Any) -> Iterator[Match | QueryMatch]:
+        """Like :meth:`run`, but without the events' data (cheaper): a file is read only
+        for :attr:`columns`."""
+        yield from self._whole(source, events=False)
+
+    def match_batches(self, source: Any, *, events: bool = False) -> Iterator[MatchBatch]:
+        """The bulk path: like :meth:`matches` (or :meth:`run` with ``events``), in columns.
+
+        One :class:`~kleene.results.MatchBatch` per input batch that completes
+        complex events: the same complex events as :meth:`matches`, in the same
+        order, without a Python object per complex event.  With ``events``,
+        each batch can gather its events' data (``to_arrow()``, JSON Lines).
+        """
+        yield from self._whole(source, events=events, columnar=True)
+
+    def run_arrow(self, source: Any, *, events: bool = True) -> Iterator[pa.RecordBatch]:
+        """The complex events as Arrow record batches (see :meth:`MatchBatch.to_arrow`)."""
+        for batch in self.match_batches(source, events=events):
+            yield batch.to_arrow()
+
+    def push(self, event: Mapping[str, Any]) -> list[ComplexEvent]:
+        """Feed one event; return the complex events it completes."""
+        return self.push_batch(pa.RecordBatch.from_pylist([dict(event)]))
+
+    def push_batch(self, batch: pa.RecordBatch | pa.Table) -> list[ComplexEvent]:
+        """Feed a batch of events; return the complex events they complete."""
+        self._last_session = self._session
+        out: list[ComplexEvent] = []
+        for b in to_batches(batch):
+            out.extend(self._session.feed(b, with_events=True))
+        return out
+
+    def flush(self) -> list[ComplexEvent]:
+        """End of the pushed stream: release the events still held back by ``max_delay``."""
+        self._last_session = self._session
+        return self._session.flush(with_events=True)
+
+    def _whole(self, source: Any, *, events: bool, columnar: bool = False) -> Iterator[Any]:
+        """A whole source through a fresh session (see :meth:`OrderedFeed.feed_all`)."""
+        session = self.session()
+        self._last_session = session
+        columns = pushdown(self.columns, self.options.on_bad_row, events=events)
+        return session.feed_all(to_batches(source, columns), with_events=events, columnar=columnar)

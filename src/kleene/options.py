@@ -1,0 +1,69 @@
+"""How the input is read: one value carried from ``compile`` to every session.
+
+The options describe the *input*, not the query: which column names the
+event type, the time and the stream, the unit of numeric times, how much
+disorder to accept, and what to do with rows that cannot be evaluated.
+Queries evaluated together (:func:`kleene.compile_many`) share them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from kleene.io.badrows import BadRowPolicy
+from kleene.language.errors import KleeneError
+from kleene.language.parser import parse_duration
+
+
+@dataclass(frozen=True)
+class InputOptions:
+    """The input's columns and reading rules (the keyword options of :func:`kleene.compile`).
+
+    ``time_column`` (with ``time_unit`` for numeric columns) gives event times
+    for ``WITHIN <duration>`` windows.  ``max_delay`` (e.g. ``"2 seconds"``)
+    accepts input out of time order by at most that much.  ``stream_column``
+    names the column saying which stream each event comes from (None: the
+    input is one stream).  ``on_bad_row`` is ``"error"``, ``"skip"``,
+    ``"quarantine"`` or a :class:`~kleene.io.badrows.BadRowPolicy`.
+    """
+
+    type_column: str = "type"
+    time_column: str | None = None
+    time_unit: str = "s"
+    on_bad_row: str | BadRowPolicy = "error"
+    max_delay: str | None = None
+    stream_column: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_delay is not None:
+            if self.time_column is None:
+                raise KleeneError("max_delay reorders events by time: pass time_column too")
+            parse_duration(self.max_delay)  # a bad duration is reported here, once
+
+    @classmethod
+    def given(cls, base: InputOptions | None = None, **options: Any) -> InputOptions:
+        """``base`` (default: the defaults) with the options that are not None replacing its own.
+
+        The keyword options of ``compile``, ``compile_many`` and the Spark
+        entry points default to None, so a whole ``options=`` value and single
+        keywords combine: ``compile(q, options=opts, time_unit="ms")``.
+        """
+        changes = {k: v for k, v in options.items() if v is not None}
+        return dataclasses.replace(base or cls(), **changes)
+
+    @property
+    def delay_nanos(self) -> int | None:
+        """``max_delay`` in nanoseconds (None: input must be in time order)."""
+        return None if self.max_delay is None else parse_duration(self.max_delay)
+
+    def policy(self) -> BadRowPolicy:
+        """The bad-row policy a new run reports to: the one given, or a fresh one of that mode."""
+        spec = self.on_bad_row
+        return spec if isinstance(spec, BadRowPolicy) else BadRowPolicy(spec)
+
+    @property
+    def policy_mode(self) -> str:
+        spec = self.on_bad_row
+        return spec.mode if isinstance(spec, BadRowPolicy) else spec

@@ -1,0 +1,183 @@
+"""A compiled query's plan: what the planner decided, frozen, and the engine it builds.
+
+The plan is the one place that knows which engine evaluates a query; a
+session asks it for a fresh engine (:meth:`Plan.build_engine`) and talks to
+that through the one contract, :class:`~kleene.runtime.contract.BatchEngine`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from kleene.automata.cea import CEA
+from kleene.automata.compile import Atoms, Labels
+from kleene.automata.conform import Requirement
+from kleene.automata.determinize import LazyDFA
+from kleene.automata.predicates import PredicateTable
+from kleene.language import ast
+from kleene.language.schema import Schema
+from kleene.options import InputOptions
+from kleene.runtime.contract import BatchEngine
+from kleene.runtime.engine import Engine, Settings
+from kleene.runtime.projection import Projector
+
+if TYPE_CHECKING:
+    from kleene.registers.automaton import SRT
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Choices that change how a query is evaluated, never what it returns.
+
+    Tests and benchmarks turn them to compare paths; users need not.
+    ``register_runtime`` forces a runtime of the register engine
+    (``"runs"``, ``"windowed"``); None lets the planner choose, and
+    ``windowed`` lets it choose the windowed runtime where that applies.
+    """
+
+    skip_inert: bool = True
+    """Skip events that cannot change any run (kleene.runtime.engine)."""
+    lookahead: bool = True
+    """Skip events no complex event can contain (kleene.runtime.lookahead)."""
+    windowed: bool = False
+    register_runtime: str | None = None
+
+
+RUNTIME_EXPLAINED = {
+    "pairs": "vectorized pair join over a per-window index of first events",
+    "windowed": (
+        "the SRT unrolled under the window (a tree of walks of at most n+1 events, "
+        "each register written once) and determinized lazily: one subset of tree nodes "
+        "per partition, registers read from the last n+1 events, subset transitions cached "
+        "per minterm; hands over to runs if the cache misses on more than 10% of events"
+    ),
+    "runs": "runs (state, registers, start, positions), merged when equal",
+}
+"""What ``explain()`` says about each runtime of the register engine."""
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """Everything decided about one query before the first event (see kleene.planning.planner).
+
+    ``predicates`` numbers string values across batches as it meets them (a
+    cache: the bits of a value never change), so it is shared by the plan's
+    sessions like the lazily determinized automaton's transitions.
+    """
+
+    query: ast.Query
+    text: str
+    schema: Schema | None
+    options: InputOptions
+    tuning: Tuning
+    engine: str
+    """``"tecs"`` (CORE's algorithm) or ``"registers"`` (SRT runs)."""
+    engine_reason: str
+    atoms: Atoms
+    cea: CEA | None
+    labels: Labels | None
+    """The labels of a strategy's whole-match automaton, to project chosen matches."""
+    srt: SRT | None
+    register_runtime: str | None
+    """For the register engine: ``"pairs"``, ``"windowed"`` or ``"runs"``."""
+    settings: Settings
+    predicates: PredicateTable
+    requirements: dict[str, Requirement]
+    """Which attributes must be valid on which event types (conform)."""
+    untyped: dict[str, frozenset[str]]
+    """Attributes compared only with other events' values: kinded by the input's columns."""
+    partition_by: tuple[str, ...]
+    columns: tuple[str, ...]
+    """The input columns the query reads (type, filters, time, window, partitions, stream)."""
+    attrs: tuple[str, ...] | None
+    """Attributes to show per event (``SELECT a[x, y]``); None for all."""
+    from_streams: frozenset[str] | None
+    """The streams the query reads (None: every event of the input)."""
+
+    def build_engine(self) -> BatchEngine:
+        """A fresh engine of the kind the planner chose, in its initial state."""
+        if self.srt is not None:
+            # Loaded only by queries with conditions between events: most runs never need
+            # the register engine, and importing it costs start-up time.
+            from kleene.registers.runtime import RegisterEngine
+            from kleene.registers.window_runtime import WindowedEngine
+
+            settings = self.settings
+            runtime = WindowedEngine if self.register_runtime == "windowed" else RegisterEngine
+            return runtime(
+                self.srt,
+                window=settings.window,  # type: ignore[arg-type]
+                partitioned=settings.partitioned,
+                consume=settings.consume,
+                limit=settings.limit,
+                strategy=settings.strategy,
+                type_column=self.options.type_column,
+            )
+        assert self.cea is not None
+        projector = None
+        if self.labels is not None:  # a fresh projector: it keeps this engine's events
+            projector = Projector(self.cea, self.labels)
+        return Engine(
+            LazyDFA(self.cea),
+            self.settings,
+            skip_inert=self.tuning.skip_inert,
+            lookahead=self.tuning.lookahead,
+            projector=projector,
+        )
+
+    def requirements_for(self, schema: pa.Schema) -> dict[str, Requirement]:
+        """:attr:`requirements`, plus the attributes of unknown kind, kinded by the input's columns.
+
+        ``b[price < a.price]`` gives ``price`` no kind (it is only compared with
+        itself); its values must still be valid, of the kind its column has.
+        """
+        if not self.untyped:
+            return self.requirements
+        out = dict(self.requirements)
+        for attr, types in self.untyped.items():
+            if attr not in schema.names:
+                continue
+            t = schema.field(attr).type
+            if pa.types.is_dictionary(t):
+                t = t.value_type
+            if pa.types.is_boolean(t):
+                kind = "boolean"
+            elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+                kind = "number"
+            elif pa.types.is_string(t) or pa.types.is_large_string(t):
+                kind = "string"
+            else:
+                continue
+            out[attr] = Requirement(kind, types)
+        return out
+
+    def explain(self) -> str:
+        """Which engine evaluates this query, why, and what it compiled to."""
+        lines = [f"engine: {self.engine}", f"why: {self.engine_reason}"]
+        if self.srt is not None:
+            srt = self.srt
+            transitions = sum(len(ts) for ts in srt.labelled)
+            lines.append(
+                f"automaton: symbolic register transducer, {srt.num_states} states, "
+                f"{transitions} transitions, registers: "
+                + (", ".join(srt.register_names) or "none")
+            )
+            lines.append(
+                f"prefilter: {len(srt.event_types)} event types and {len(srt.preds)} unary "
+                "predicates evaluated vectorized; "
+                + (
+                    "every event visited (contiguity)"
+                    if srt.contiguous or self.query.select.strategy == "STRICT"
+                    else "only events some transition accepts are visited"
+                )
+            )
+            lines.append("runtime: " + RUNTIME_EXPLAINED[self.register_runtime or "runs"])
+        elif self.cea is not None:
+            lines.append(
+                f"automaton: complex event automaton, {self.cea.num_states} states, "
+                f"{len(self.cea.transitions)} transitions, determinized lazily"
+            )
+        return "\n".join(lines)

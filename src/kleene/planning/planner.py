@@ -1,0 +1,251 @@
+"""The planner: a checked query and the input options in, a frozen :class:`Plan` out.
+
+It decides, once per query, everything that does not depend on the events:
+the engine (CORE's tECS engine when every FILTER is unary, the register
+engine when some FILTER relates two events), the automaton, the window and
+strategy settings, which attributes must be valid on which event types, and
+which input columns a run reads (projection pushdown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kleene.automata.compile import Atoms, compile_labelled, compile_pattern
+from kleene.automata.conform import Requirement
+from kleene.automata.predicates import PredicateTable, infer_kinds
+from kleene.language import ast
+from kleene.language.conditions import atoms as filter_atoms
+from kleene.language.conditions import nary_filters, var_attrs, without_self_references
+from kleene.language.errors import UnsupportedError
+from kleene.language.printer import filter_to_ceql
+from kleene.language.schema import Schema
+from kleene.language.variables import variable_event_types
+from kleene.options import InputOptions
+from kleene.planning.plan import Plan, Tuning
+from kleene.runtime.engine import Settings
+
+WHOLE_MATCH_STRATEGIES = ("NEXT", "LAST", "MAX")
+"""Strategies that compare whole matches: with a projection they run on SELECT *'s automaton
+and the chosen matches are projected afterwards."""
+
+
+def plan_query(
+    query: ast.Query,
+    text: str,
+    schema: Schema | None,
+    options: InputOptions,
+    tuning: Tuning | None = None,
+) -> Plan:
+    """Plan a query that :func:`kleene.language.checks.check` accepted."""
+    tuning = tuning or Tuning()
+    items = query.select.items
+    projection = None if items is None else frozenset(i.var for i in items)
+    whole_match = projection is not None and query.select.strategy in WHOLE_MATCH_STRATEGIES
+    window = query.within
+    if isinstance(window, ast.DurationWindow) and options.time_column is None:
+        raise UnsupportedError(
+            "a time window needs event times: pass time_column (--time-column)",
+            window.span.line,
+            window.span.column,
+            text,
+        )
+    partition_by = tuple(a for group in query.partition_by for a in group)
+    settings = Settings(
+        window=_window_amount(window),
+        partitioned=bool(partition_by),
+        consume=query.consume,
+        limit=query.limit,
+        strategy=query.select.strategy,
+    )
+    engine, reason = choose_engine(query)
+    atoms = Atoms()
+    cea = labels = srt = register_runtime = None
+    where = without_self_references(query.where)
+    with_streams = options.stream_column is not None
+    if engine == "registers":
+        # Loaded only for conditions between events (start-up time of every other run).
+        from kleene.registers.automaton import compile_srt
+        from kleene.registers.window_runtime import choose_register_runtime
+
+        # The SRT marks every event under a whole-match strategy, and the
+        # runtime projects the chosen ones (kleene.registers.runtime).
+        srt = compile_srt(where, projection, with_streams=with_streams, strategy_first=whole_match)
+        atoms.event_types = list(srt.event_types)
+        atoms.preds = list(srt.preds)
+        atoms.streams = list(srt.streams)
+        register_runtime = tuning.register_runtime or choose_register_runtime(
+            srt, settings, window, options.type_column, windowed=tuning.windowed
+        )
+        if register_runtime == "windowed" and not isinstance(window, ast.EventsWindow):
+            raise ValueError("the windowed runtime needs a WITHIN n EVENTS window")
+    else:
+        atoms.collect(where, with_streams=with_streams)
+        try:
+            if whole_match:
+                cea, labels = compile_labelled(where, atoms, None, project=projection)
+            else:
+                cea = compile_pattern(
+                    where, atoms, projection, strict=query.select.strategy == "STRICT"
+                )
+        except ValueError as err:  # a construct too large to compile (see compile.py)
+            span = query.where.span
+            raise UnsupportedError(str(err), span.line, span.column, text) from None
+    requirements, untyped = _requirements(query)
+    return Plan(
+        query=query,
+        text=text,
+        schema=schema,
+        options=options,
+        tuning=tuning,
+        engine=engine,
+        engine_reason=reason,
+        atoms=atoms,
+        cea=cea,
+        labels=labels,
+        srt=srt,
+        register_runtime=register_runtime,
+        settings=settings,
+        predicates=PredicateTable(
+            atoms.event_types,
+            atoms.preds,
+            type_column=options.type_column,
+            streams=atoms.streams,
+            stream_column=options.stream_column,
+        ),
+        requirements=requirements,
+        untyped=untyped,
+        partition_by=partition_by,
+        columns=_read_columns(query, options, partition_by),
+        attrs=_projected_attributes(query),
+        from_streams=(
+            frozenset(query.streams) if with_streams and query.streams else None
+        ),
+    )
+
+
+def choose_engine(query: ast.Query) -> tuple[str, str]:
+    """The engine for a query: CORE's tECS unless some FILTER relates two events."""
+    found = next(nary_filters(query.where), None)
+    if found is None:
+        return "tecs", (
+            "every FILTER reads only the event it filters (unary predicates): CORE's "
+            "algorithm, constant time per event and output-linear enumeration"
+        )
+    _, atom = found
+    return "registers", (
+        f"{filter_to_ceql(atom)} relates events to each other, which unary automata cannot "
+        "express: symbolic register transducer runs (the SRT papers), with the unary "
+        "conditions as a vectorized prefilter"
+    )
+
+
+def _window_amount(window: ast.Window | None) -> int | float | None:
+    """The window's length in its own units: events, nanoseconds, or the attribute's."""
+    if window is None:
+        return None
+    if isinstance(window, ast.EventsWindow):
+        return window.count
+    if isinstance(window, ast.DurationWindow):
+        return window.nanos
+    return window.amount
+
+
+def _read_columns(
+    query: ast.Query, options: InputOptions, partition_by: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The input columns a run reads when the events' data is not output."""
+    names = [options.type_column]
+    for f in _filters(query.where):
+        for atom in filter_atoms(f.condition):
+            names += sorted(_attributes(atom.pred) | {r.name for r in var_attrs(atom.pred)})
+    window = query.within
+    if isinstance(window, ast.AttrWindow):
+        names.append(window.attr)
+    names += [c for c in (options.time_column, options.stream_column) if c is not None]
+    names += partition_by
+    return tuple(dict.fromkeys(names))
+
+
+def _requirements(
+    query: ast.Query,
+) -> tuple[dict[str, Requirement], dict[str, frozenset[str]]]:
+    """Which attributes must be valid on which event types, and those of unknown kind.
+
+    ``FILTER x[P]`` reads the attributes of ``P`` on the events ``x`` can
+    be bound to: rows of those types must carry valid values.
+    """
+    every = [a.pred for f in _filters(query.where) for a in filter_atoms(f.condition)]
+    names = {r.name for p in every for r in var_attrs(p)} | {
+        name for p in every for name in _attributes(p)
+    }
+    kinds = infer_kinds(every, sorted(names))
+    req: dict[str, set[str]] = {}
+
+    def conditions(cond: ast.FilterExpr) -> Iterator[ast.FilterAtom]:
+        if isinstance(cond, ast.FilterAtom):
+            yield cond
+        else:
+            yield from conditions(cond.left)
+            yield from conditions(cond.right)
+
+    def walk(p: ast.Pattern) -> None:
+        if isinstance(p, ast.Filter):
+            scope = variable_event_types(p.pattern)
+            for atom in conditions(p.condition):
+                for attr in _attributes(atom.pred):
+                    req.setdefault(attr, set()).update(scope.get(atom.var, ()))
+                for ref in var_attrs(atom.pred):  # a.attr reads a's events
+                    req.setdefault(ref.name, set()).update(scope.get(ref.var, ()))
+        for child in ("pattern", "left", "right"):
+            node = getattr(p, child, None)
+            if node is not None:
+                walk(node)
+
+    walk(query.where)
+    # An attribute of unknown kind is a number for unary predicates (as
+    # always); one compared only with other events' values of unknown
+    # kind (`kind = a.kind`) compares by its runtime type, unconverted.
+    unary = {name for p in every for name in _attributes(p) if not any(var_attrs(p))}
+    out = {
+        attr: Requirement(kinds.get(attr, "number"), frozenset(types))
+        for attr, types in req.items()
+        if types and (attr in kinds or attr in unary)
+    }
+    untyped = {
+        attr: frozenset(types) for attr, types in req.items() if types and attr not in out
+    }
+    window = query.within
+    if isinstance(window, ast.AttrWindow):
+        out[window.attr] = Requirement("number", None)
+    return out, untyped
+
+
+def _projected_attributes(query: ast.Query) -> tuple[str, ...] | None:
+    """Attributes to show per event (``SELECT a[x, y]``); None for all."""
+    items = query.select.items
+    if not items or any(i.attrs is None for i in items):
+        return None
+    return tuple(dict.fromkeys(a for i in items for a in i.attrs or ()))
+
+
+def _filters(p: ast.Pattern) -> Iterator[ast.Filter]:
+    if isinstance(p, ast.Filter):
+        yield p
+    for child in ("pattern", "left", "right"):
+        node = getattr(p, child, None)
+        if node is not None:
+            yield from _filters(node)
+
+
+def _attributes(pred: ast.Pred | ast.Expr) -> set[str]:
+    if isinstance(pred, ast.Attr):
+        return {pred.name}
+    if isinstance(pred, ast.Const):
+        return set()
+    out: set[str] = set()
+    for name in ("left", "right", "operand", "low", "high"):
+        child = getattr(pred, name, None)
+        if child is not None:
+            out |= _attributes(child)
+    return out

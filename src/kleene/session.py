@@ -1,0 +1,453 @@
+"""A session: the evaluation state of one query over one stream, fed batch by batch.
+
+Per batch, in stream order: keep the rows of the query's streams, conform the
+columns the query reads (bad rows go to the bad-row policy), evaluate every
+atomic predicate vectorized into a bit vector per event, check times, then
+hand the batch to the engine the plan built.  :class:`OrderedFeed` puts a
+:class:`~kleene.io.reorder.ReorderBuffer` in front when the input may be out
+of time order (``max_delay``); a set of queries (:mod:`kleene.queryset`)
+shares one feed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Hashable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kleene.automata.conform import conform
+from kleene.io.badrows import BadRowPolicy
+from kleene.io.reorder import ReorderBuffer
+from kleene.io.timecol import to_nanos
+from kleene.language import ast
+from kleene.language.checks import check
+from kleene.language.errors import DataError, KleeneError
+from kleene.language.schema import Schema
+from kleene.planning.plan import Plan
+from kleene.results import ComplexEvent, EventRows, Match, MatchBatch, QueryMatch
+from kleene.runtime.contract import BatchEngine
+from kleene.runtime.enumeration import Columns, Found
+from kleene.runtime.store import EventStore
+
+
+def number_rows(next_row: int, n: int, positions: np.ndarray | None) -> np.ndarray:
+    """Positions for ``n`` rows: by arrival from ``next_row``, or checked explicit ones."""
+    if positions is None:
+        return np.arange(next_row, next_row + n, dtype=np.int64)
+    positions = np.asarray(positions, dtype=np.int64)
+    if len(positions) != n:
+        raise KleeneError("one position per row is needed")
+    if n and (positions[0] < next_row or (np.diff(positions) <= 0).any()):
+        raise KleeneError("positions must increase, also across batches")
+    return positions
+
+
+class OrderedFeed:
+    """Feeding a stream in order: rows go straight to ``_evaluate``, or first through the
+    :class:`ReorderBuffer` when the query allows bounded disorder (``max_delay``).
+
+    :class:`Session` (one query) and ``QuerySetSession`` (several queries over
+    one buffer) differ only in ``_evaluate`` and in who receives late rows.
+    """
+
+    reorder: ReorderBuffer | None
+    policy: BadRowPolicy
+
+    def feed(
+        self, batch: pa.RecordBatch, *, with_events: bool = True, positions: np.ndarray | None = None
+    ) -> list[Any]:
+        """Evaluate one batch; return the complex events it completes.
+
+        ``positions`` (int64, increasing, after every earlier one) numbers the
+        rows; by default rows are numbered by arrival.
+        """
+        if self.reorder is not None and positions is None:
+            return self._released(batch, with_events=with_events, final=False)
+        return self._evaluate(batch, with_events=with_events, positions=positions)
+
+    def flush(self, *, with_events: bool = True) -> list[Any]:
+        """End of the stream: release every event still held back by ``max_delay``."""
+        if self.reorder is None or not self.reorder.holding:
+            return []
+        return self._released(None, with_events=with_events, final=True)
+
+    def feed_all(
+        self, batches: Iterable[pa.RecordBatch], *, with_events: bool, columnar: bool = False
+    ) -> Iterator[Any]:
+        """A whole stream: every batch, then its end (``run``, ``matches``, ``match_batches``)."""
+        for batch in batches:
+            if columnar:
+                yield from self.feed_columns(batch, events=with_events)
+            else:
+                yield from self.feed(batch, with_events=with_events)
+        if columnar:
+            yield from self.flush_columns(events=with_events)
+        else:
+            yield from self.flush(with_events=with_events)
+
+    def feed_columns(
+        self, batch: pa.RecordBatch, *, events: bool = False, positions: np.ndarray | None = None
+    ) -> list[MatchBatch]:
+        """:meth:`feed` on the bulk path: the complex events as :class:`MatchBatch` es.
+
+        ``events`` keeps access to the events' data (for Arrow and JSON output).
+        """
+        if self.reorder is not None and positions is None:
+            return self._released(batch, with_events=events, final=False, columnar=True)
+        return self._evaluate(batch, with_events=events, positions=positions, columnar=True)
+
+    def flush_columns(self, *, events: bool = False) -> list[MatchBatch]:
+        """:meth:`flush` on the bulk path."""
+        if self.reorder is None or not self.reorder.holding:
+            return []
+        return self._released(None, with_events=events, final=True, columnar=True)
+
+    def _released(
+        self, batch: pa.RecordBatch | None, *, with_events: bool, final: bool, columnar: bool = False
+    ) -> list[Any]:
+        """Buffer rows and evaluate, in (time, arrival) order, those behind the watermark.
+
+        Released rows are numbered in release order, so positions follow time
+        order; bad-row messages name their input row numbers.
+        """
+        assert self.reorder is not None
+        out: list[Any] = []
+        for part, input_rows in self.reorder.push(batch, final=final, set_aside=self.set_aside):
+            # positions=None numbers the released rows on from next_row.
+            out.extend(
+                self._evaluate(
+                    part, with_events=with_events, positions=None, report=input_rows,
+                    columnar=columnar,
+                )
+            )
+        return out
+
+    def _evaluate(
+        self,
+        batch: pa.RecordBatch,
+        *,
+        with_events: bool,
+        positions: np.ndarray | None,
+        report: np.ndarray | None = None,
+        columnar: bool = False,
+    ) -> list[Any]:
+        raise NotImplementedError
+
+    def set_aside(
+        self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str
+    ) -> None:
+        raise NotImplementedError
+
+
+class Session(OrderedFeed):
+    """The evaluation state of one query over one stream: engine, positions, time, stored events.
+
+    :meth:`Query.run`, :meth:`Query.matches` and :meth:`Query.push` each use
+    one.  Edges that define positions themselves (Spark orders rows by time
+    and a row id) call :meth:`feed` with explicit ``positions``.
+    """
+
+    def __init__(self, plan: Plan, policy: BadRowPolicy | None = None) -> None:
+        self.plan = plan
+        self.engine: BatchEngine = plan.build_engine()
+        options = plan.options
+        self.policy = options.policy() if policy is None else policy
+        self.next_row = 0
+        self.last_time: float | None = None
+        self.store = EventStore()
+        self.checked = plan.schema is not None
+        delay = options.delay_nanos
+        self.reorder = (
+            None
+            if delay is None
+            else ReorderBuffer(options.time_column or "", options.time_unit, delay)
+        )
+        self.reported: set[int] | None = None
+        """Input rows already handed to the policy, when several queries share it."""
+        self.name: str | None = None
+        """The query's name when it runs with others (it tags each complex event)."""
+
+    def _evaluate(
+        self,
+        batch: pa.RecordBatch,
+        *,
+        with_events: bool,
+        positions: np.ndarray | None,
+        report: np.ndarray | None = None,
+        columnar: bool = False,
+    ) -> list[Any]:
+        """The pipeline for rows in stream order: streams, conform, predicates, engine.
+
+        ``report`` gives the row numbers that bad-row messages name (the
+        input row numbers when rows were reordered); by default, positions.
+        """
+        q = self.plan
+        n = batch.num_rows
+        positions = number_rows(self.next_row, n, positions)
+        if n == 0:
+            return []
+        self.next_row = int(positions[-1]) + 1
+        named = positions if report is None else np.asarray(report, dtype=np.int64)
+        self.check_schema(batch)
+        mine = self.stream_rows(batch, named)
+        if mine is not None:
+            batch, positions, named = batch.filter(pa.array(mine)), positions[mine], named[mine]
+        original = batch
+        batch, bad = conform(
+            batch, q.requirements_for(batch.schema), type_column=q.options.type_column
+        )
+        return self.process(
+            original, batch, bad, positions, named, None, with_events=with_events, columnar=columnar
+        )
+
+    def check_schema(self, batch: pa.RecordBatch) -> None:
+        """Without a declared schema, check the query against the first batch's columns."""
+        if not self.checked:
+            q = self.plan
+            check(q.query, q.text, Schema.from_arrow(batch.schema, q.options.type_column))
+            self.checked = True
+
+    def stream_rows(self, batch: pa.RecordBatch, named: np.ndarray) -> np.ndarray | None:
+        """The rows of the streams the query reads (None: all rows).
+
+        With a stream column, a row without a stream name is a bad row (an
+        event belongs to exactly one stream); rows of streams outside the
+        FROM clause are simply not in the query's stream.
+        """
+        q = self.plan
+        column = q.options.stream_column
+        if column is None:
+            return None
+        if column not in batch.schema.names:
+            raise DataError("the stream column is missing", column=column)
+        arr = batch.column(column)
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.cast(arr.type.value_type)
+        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            arr = arr.cast(pa.string())
+        valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        if q.from_streams is None:
+            mine = valid
+        else:
+            members = pa.array(sorted(q.from_streams), pa.string())
+            mine = valid & np.asarray(
+                pc.is_in(arr, value_set=members).fill_null(False).to_numpy(zero_copy_only=False),
+                dtype=bool,
+            )
+        for row in np.flatnonzero(~valid).tolist():
+            self.set_aside(batch, row, int(named[row]), column, "null value")
+        return None if mine.all() else mine
+
+    def process(
+        self,
+        original: pa.RecordBatch,
+        batch: pa.RecordBatch,
+        bad: list[tuple[int, str, str]],
+        positions: np.ndarray,
+        named: np.ndarray,
+        bits: np.ndarray | None,
+        *,
+        with_events: bool,
+        columnar: bool = False,
+    ) -> list[Any]:
+        """Set aside the bad rows, then run the engine on the others.
+
+        ``batch`` is the conformed ``original`` (the query's rows only);
+        ``bits`` its predicate bit vectors when they were evaluated already
+        (several queries sharing one evaluation), else None.  ``columnar``:
+        the engine enumerates into :class:`Columns` and the result is one
+        :class:`MatchBatch` (none when the batch completes no complex event).
+        """
+        q = self.plan
+        n = batch.num_rows
+        keep = np.ones(n, dtype=bool)
+        for row, column, reason in bad:
+            if keep[row]:
+                self.set_aside(original, row, int(named[row]), column, reason)
+                keep[row] = False
+        times = self._times(batch, named, keep)
+        if not keep.all():
+            batch = batch.filter(pa.array(keep))
+            positions = positions[keep]
+            if times is not None:
+                times = times[keep]
+            if bits is not None:
+                bits = bits[keep]
+        if batch.num_rows == 0:
+            return []
+        keys = self._keys(batch)
+        if bits is None:
+            bits = q.predicates.evaluate(batch)
+        found: list[Found] | Columns = Columns() if columnar else []
+
+        if with_events:
+            max_time = (times if times is not None else positions)[-1].item()
+            self.store.add(batch, positions, max_time)
+        with no_cyclic_gc():
+            engine = self.engine
+            # A Columns takes Found tuples too (append, extend): the engines
+            # need not know which path they fill.
+            engine.run_batch(batch, bits, positions, times, keys, found)
+            if isinstance(found, Columns):
+                return self._match_batch(found, with_events)
+            if not with_events:
+                new = tuple.__new__
+                if self.name is not None:
+                    tag = (self.name,)
+                    return [new(QueryMatch, tag + f) for f in found]
+                return [new(Match, f) for f in found]
+            events = [self._materialize(*f) for f in found]
+        self.store.release_before(self.engine.tau)
+        return events
+
+    def _match_batch(self, found: Columns, with_events: bool) -> list[MatchBatch]:
+        """The bulk path's result: the batch's complex events as columns (none: an empty list).
+
+        With events, the batch keeps the stored input batches its events come
+        from (before the store releases anything), to gather their data later.
+        """
+        q = self.plan
+        result = []
+        if len(found):
+            batch = MatchBatch.from_columns(found, name=self.name, partition_names=q.partition_by)
+            if with_events:
+                lo = int(min(batch.start.min(), batch.positions.min(initial=batch.start[0])))
+                stored = self.store.snapshot(lo, int(batch.end.max()))
+                columns = None if q.attrs is None else (q.options.type_column, *q.attrs)
+                batch.events = EventRows(stored, columns)
+            result.append(batch)
+        if with_events:
+            self.store.release_before(self.engine.tau)
+        return result
+
+    def set_aside(
+        self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str
+    ) -> None:
+        """Hand a bad row to the policy (which raises in "error" mode).
+
+        Queries evaluated together share one policy: a row bad for several
+        of them is handed over once.
+        """
+        if self.policy.mode == "error":
+            raise DataError(f"bad input: {reason}", row=pos, column=column)
+        if self.reported is not None:
+            if pos in self.reported:
+                return
+            self.reported.add(pos)
+        values = {name: batch.column(j)[row].as_py() for j, name in enumerate(batch.schema.names)}
+        self.policy.handle(pos, column, reason, values)
+
+    def _times(
+        self, batch: pa.RecordBatch, positions: np.ndarray, keep: np.ndarray
+    ) -> np.ndarray | None:
+        """Event times for time and attribute windows; checks they never go back."""
+        q = self.plan
+        window = q.query.within
+        if isinstance(window, ast.DurationWindow):
+            column = q.options.time_column
+            assert column is not None
+            if column not in batch.schema.names:
+                raise DataError("the time column is missing", column=column)
+            times, bad_mask = to_nanos(batch.column(column), q.options.time_unit)
+            for row in np.flatnonzero(bad_mask & keep).tolist():
+                self.set_aside(batch, row, int(positions[row]), column, "unreadable timestamp")
+                keep[row] = False
+        elif isinstance(window, ast.AttrWindow):
+            column = window.attr
+            times = batch.column(column).to_numpy(zero_copy_only=False)
+        else:
+            return None
+        last = self.last_time
+        if (
+            times.dtype.kind in "iu"
+            and len(times)
+            and keep.all()
+            and (last is None or times[0] >= last)
+            and bool((times[1:] >= times[:-1]).all())
+        ):
+            # The usual case, rows already in time order: one vectorized check.
+            self.last_time = times[-1]
+            return times
+        rows = np.flatnonzero(keep)
+        if len(rows) and (
+            times.dtype.kind in "iu"
+            or (times.dtype.kind == "f" and not np.isnan(times[rows]).any())
+        ):
+            # A row goes back when its time is below the largest earlier time
+            # of a kept row; a set-aside row never raised that maximum, so the
+            # running maximum over all rows still to check gives the same answer.
+            t = times[rows]
+            seen = np.maximum.accumulate(t)
+            before = np.empty_like(seen)
+            before[1:] = seen[:-1]
+            before[0] = t[0] if last is None else last
+            if last is not None:
+                before = np.maximum(before, last)
+            for row in rows[t < before].tolist():
+                self.set_aside(batch, row, int(positions[row]), column, "timestamp goes backwards")
+                keep[row] = False
+            self.last_time = seen[-1] if last is None else max(last, seen[-1])
+            return times
+        for row in range(len(times)):
+            # Object or NaN times: row by row, as the comparisons of Python values go.
+            if not keep[row]:
+                continue
+            t = times[row]
+            if last is not None and t < last:
+                self.set_aside(batch, row, int(positions[row]), column, "timestamp goes backwards")
+                keep[row] = False
+            else:
+                last = t
+        self.last_time = last
+        return times
+
+    def _keys(self, batch: pa.RecordBatch) -> list[list[Hashable]] | None:
+        """The PARTITION BY columns as Python lists (keys are built per visited event)."""
+        attrs = self.plan.partition_by
+        if not attrs:
+            return None
+        names = batch.schema.names
+        for a in attrs:
+            if a not in names:
+                raise DataError("a PARTITION BY attribute is missing", column=a)
+        return [batch.column(a).to_pylist() for a in attrs]
+
+    def _materialize(
+        self, start: int, end: int, positions: tuple[int, ...], key: Hashable
+    ) -> ComplexEvent:
+        attrs = self.plan.attrs
+        type_column = self.plan.options.type_column
+        events = []
+        for p in positions:
+            row = self.store.event(p)
+            if attrs is not None:
+                row = {k: row.get(k) for k in (type_column, *attrs)}
+            events.append(row)
+        return ComplexEvent(start, end, positions, tuple(events), key, self.name)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector during a batch.
+
+    The tECS is a DAG of millions of small tuples and lists without reference
+    cycles: reference counting frees every node, and the cyclic collector's
+    repeated traversals of the live nodes cost ~40% of the evaluation time on
+    output-heavy queries.  Collection resumes between batches, so a caller's
+    own cycles are still collected.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

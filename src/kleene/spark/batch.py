@@ -44,6 +44,9 @@ Bad rows follow the engine's default policy, ``error``: a row the query
 cannot evaluate raises :class:`~kleene.language.errors.DataError` inside the
 task, which fails the job with a message naming the row's position and
 column.
+
+Size: the driver's planning (positions, ranges, overlaps) and the executors' evaluator
+are one protocol: the overlap the driver adds is what the evaluator trims, so they change together.
 """
 
 from __future__ import annotations

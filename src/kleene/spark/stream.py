@@ -27,6 +27,9 @@ in arbitrary micro-batches.  The pipeline (details in ``docs/streaming.md``):
 with ``foreachBatch``, one sub-directory per micro-batch id, overwritten when
 Spark re-runs a batch after a failure: the output is exactly-once by
 idempotence.
+
+Size: the streaming entry point and its stateful processor share the state layout
+(pending, window, counters) row for row; split, each half would describe the other's rows.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.core_output import complex_events, count_lines  # noqa: E402
+from benchmarks.core_output import count_lines, ordered_complex_events  # noqa: E402
 from benchmarks.runner import core_evaluate  # noqa: E402
 
 _PARTITION = re.compile(r"\bPARTITION\s+BY\s+\[([^\]]*)\]", re.IGNORECASE)
@@ -46,7 +46,7 @@ def partition_attributes(query: str) -> list[str]:
 
 def write_jsonl(text: str, table: Any, partition: list[str], out: TextIO) -> int:
     """Write CORE's complex events (its output ``text``) as kleene's JSON Lines; return how many."""
-    found = sorted(complex_events(text), key=lambda ce: (ce[1], ce[0], ce[2]))
+    found = ordered_complex_events(text)  # CORE prints them by end position, as kleene writes them
     needed = sorted({p for _, _, positions in found for p in positions})
     rows = table.take(needed).to_pylist() if needed else []
     rendered = {p: json.dumps(row) for p, row in zip(needed, rows)}

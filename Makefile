@@ -58,7 +58,7 @@ bench-core: $(BENCH_STAMP) $(CORE_STAMP)
 
 # The processes a user runs, timed from start to exit (docs/benchmarks.md, "End to end"):
 # `kleene run` on an empty and a 300,000-event CSV, and `import kleene` (~1 min);
-# kleene's process against CORE's on the same job, CSV in, JSON Lines out (~5 min).
+# kleene's process against CORE's on the same job, CSV in, JSON Lines out (~3 min).
 bench-startup: $(STAMP)
 	$(BIN)/python -m benchmarks.startup $(BENCH_ARGS)
 

@@ -13,7 +13,7 @@ CORE_PYTHON ?= $(shell PYENV_VERSION=3.13.0 pyenv which python 2>/dev/null || co
 BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_ARGS ?=
 
-.PHONY: demo test lint venv clean bench venv-core bench-core
+.PHONY: demo test lint venv clean bench venv-core bench-core bench-startup bench-e2e
 
 # setup.py compiles the Cython twins of the hot loops (src/kleene/*/*.pyx) in place.
 $(STAMP): pyproject.toml setup.py $(wildcard src/kleene/*/*.pyx)
@@ -55,6 +55,15 @@ $(BENCH_STAMP): $(STAMP)
 # (BENCH_ARGS="--events 200000" for a run of ~12 min).
 bench-core: $(BENCH_STAMP) $(CORE_STAMP)
 	$(BIN)/python -m benchmarks.suite $(BENCH_ARGS)
+
+# The processes a user runs, timed from start to exit (docs/benchmarks.md, "End to end"):
+# `kleene run` on an empty and a 300,000-event CSV, and `import kleene` (~1 min);
+# kleene's process against CORE's on the same job, CSV in, JSON Lines out (~3 min).
+bench-startup: $(STAMP)
+	$(BIN)/python -m benchmarks.startup $(BENCH_ARGS)
+
+bench-e2e: $(STAMP) $(CORE_STAMP)
+	$(BIN)/python -m benchmarks.end_to_end $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(CORE_VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .hypothesis

@@ -52,7 +52,7 @@ def parse_line(line: str) -> tuple[tuple[int, int], tuple[int, ...]] | None:
     head = _LINE.match(line)
     if head is None:
         return None
-    ids = tuple(int(x) for x in _EVENT_ID.findall(line, head.end()))
+    ids = tuple(map(int, _EVENT_ID.findall(line, head.end())))
     return (int(head.group(1)), int(head.group(2))), ids
 
 
@@ -61,8 +61,14 @@ def complex_events(text: str) -> set[ComplexEvent]:
 
     Positions are the events' first attribute (the benchmark data's ``id`` = row position).
     """
+    return set(ordered_complex_events(text))
+
+
+def ordered_complex_events(text: str) -> list[ComplexEvent]:
+    """The complex events of CORE's output text in the order printed (by end position), each once."""
     check(text)
-    out: set[ComplexEvent] = set()
+    seen: set[tuple[int, ...]] = set()
+    out: list[ComplexEvent] = []
     for line in text.splitlines():
         parsed = parse_line(line)
         if parsed is None:
@@ -71,5 +77,7 @@ def complex_events(text: str) -> set[ComplexEvent]:
         if not ids:
             raise ValueError(f"a complex event without events in CORE output: {line!r}")
         positions = tuple(sorted(set(ids)))
-        out.add((positions[0], positions[-1], positions))
+        if positions not in seen:
+            seen.add(positions)
+            out.append((positions[0], positions[-1], positions))
     return out

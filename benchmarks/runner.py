@@ -30,7 +30,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def peak_rss_mib() -> float:
@@ -107,11 +107,25 @@ def core_declaration(table: Any, type_column: str = "type") -> tuple[str, list[s
     return decl, [f.name for f in attrs], {t: i for i, t in enumerate(types)}
 
 
-def run_core(query: str, path: Path, batch_size: int) -> tuple[int, int, float, list[tuple[int, ...]] | None, bool]:
+class CoreRun(NamedTuple):
+    """One CORE evaluation of a file: its output text, time split, events sent, and the table if kept."""
+
+    text: str
+    phases: dict[str, float]
+    events: int
+    table: Any
+
+
+def core_evaluate(query: str, path: Path, *, keep_table: bool = False) -> CoreRun:
+    """What a Python user of CORE does: read the file with pyarrow, build one ``PyEvent`` per row,
+    ``send_events`` them in chunks to a ``PyOfflineServer`` and ``get_output()`` (the text).
+
+    ``phases`` splits the time: ``read`` (the file), ``build`` (declaration, query, PyEvents),
+    ``send`` (``send_events``) and ``get_output``.  The table is freed before ``get_output``
+    (peak memory) unless ``keep_table``, which returns it.
+    """
     import pyarrow as pa
     import pycer  # type: ignore[import-not-found]
-
-    from benchmarks.core_output import complex_events, count_lines
 
     started = time.perf_counter()
     table = read_table(path)
@@ -142,22 +156,36 @@ def run_core(query: str, path: Path, batch_size: int) -> tuple[int, int, float, 
         t0 = time.perf_counter()
         server.send_events(batch)
         sending += time.perf_counter() - t0
+    kept = table if keep_table else None
     del table
     sent = time.perf_counter()
     text = server.get_output()
-    count = count_lines(text)
+    phases = {
+        "read": read_done - started,
+        "build": sent - read_done - sending,
+        "send": sending,
+        "get_output": time.perf_counter() - sent,
+    }
+    return CoreRun(text, phases, n_rows, kept)
+
+
+def run_core(query: str, path: Path, batch_size: int) -> tuple[int, int, float, list[tuple[int, ...]] | None, bool]:
+    import pyarrow  # noqa: F401  (the libraries are imported before the timer)
+    import pycer  # type: ignore[import-not-found]  # noqa: F401
+
+    from benchmarks.core_output import complex_events, count_lines
+
+    started = time.perf_counter()
+    run = core_evaluate(query, path)
+    count = count_lines(run.text)
     seconds = time.perf_counter() - started
-    _PHASES.update(
-        read=read_done - started,
-        build=sent - read_done - sending,
-        send=sending,
-        get_output=seconds - (sent - started),
-    )
+    # get_output's share includes counting the lines
+    _PHASES.update(run.phases, get_output=seconds - run.phases["read"] - run.phases["build"] - run.phases["send"])
     found = None
     if _DUMP:
-        found = [(s, e, *p) for s, e, p in complex_events(text)]
+        found = [(s, e, *p) for s, e, p in complex_events(run.text)]
     duplicates = found is not None and len(found) != count
-    return n_rows, count, seconds, found, duplicates
+    return run.events, count, seconds, found, duplicates
 
 
 def preload_libraries() -> None:

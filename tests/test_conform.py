@@ -214,8 +214,8 @@ def test_unrequired_columns_are_untouched_and_empty_batches_work() -> None:
 
 
 def test_conformed_batch_feeds_the_predicates() -> None:
-    from kleene.automata.predicates import PredicateTable
     from kleene.language import ast
+    from kleene.predicates.table import PredicateTable
 
     pred = ast.Compare(">", ast.Attr("price"), ast.Const(100))
     table = PredicateTable(["A"], [pred])

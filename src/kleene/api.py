@@ -38,7 +38,6 @@ import pyarrow.compute as pc
 from kleene.automata.compile import Atoms, compile_labelled, compile_pattern
 from kleene.automata.conform import Requirement, conform
 from kleene.automata.determinize import LazyDFA
-from kleene.automata.predicates import PredicateTable, infer_kinds
 from kleene.batches import EventRows, MatchBatch
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.readers import read_batches
@@ -52,6 +51,8 @@ from kleene.language.parser import parse, parse_duration
 from kleene.language.printer import filter_to_ceql
 from kleene.language.schema import Schema
 from kleene.language.variables import variable_event_types
+from kleene.predicates.kinds import infer_kinds
+from kleene.predicates.table import PredicateTable
 from kleene.registers.automaton import SRT, compile_srt
 from kleene.registers.runtime import RegisterEngine
 from kleene.registers.window_runtime import WindowedEngine, choose_register_runtime

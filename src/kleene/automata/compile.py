@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from kleene.automata.cea import CEA, Transition
-from kleene.automata.predicates import structural_key
 from kleene.language import ast
+from kleene.predicates.nodes import structural_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +98,7 @@ class Atoms:
     """Numbering of the atomic predicates: event types, then unary predicates, then streams.
 
     The numbering is the bit layout of the predicate bit vectors, shared with
-    :class:`kleene.automata.predicates.PredicateTable`.  A stream bit ("the
+    :class:`kleene.predicates.table.PredicateTable`.  A stream bit ("the
     event comes from stream S") exists only for ``S>E`` atoms and only when
     the input says which stream each event comes from (``with_streams``);
     ``S>E`` is then the conjunction of the type bit of E and the stream bit

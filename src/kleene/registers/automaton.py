@@ -20,7 +20,7 @@ CEQL patterns:
    ``CreateNewRs``): every transition that binds ``a`` writes ``a``'s
    register.  A FILTER atom ``x[P]`` conjoins P's *unary* conjuncts into one
    atomic predicate (a bit evaluated vectorized by
-   :class:`~kleene.automata.predicates.PredicateTable`, the prefilter) and
+   :class:`~kleene.predicates.table.PredicateTable`, the prefilter) and
    its *n-ary* conjuncts into a guard (:mod:`kleene.registers.guards`), on
    every transition of the fragment that binds ``x``.  The checker made sure
    every register a guard reads was written before on every path (a
@@ -53,7 +53,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kleene.automata.compile import NOT_LABEL, StateNumbering
-from kleene.automata.predicates import structural_key
 from kleene.language import ast
 from kleene.language.conditions import (
     atoms,
@@ -64,6 +63,7 @@ from kleene.language.conditions import (
     var_attrs,
 )
 from kleene.language.variables import nullable
+from kleene.predicates.nodes import structural_key
 from kleene.registers.guards import Guard, compile_guard
 
 

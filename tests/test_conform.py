@@ -1,4 +1,4 @@
-"""Tests of :func:`kleene.automata.conform.conform`: casting to kinds, bad rows."""
+"""Tests of :func:`kleene.predicates.conform.conform`: casting to kinds, bad rows."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kleene.automata.conform import Requirement, conform
+from kleene.predicates.conform import Requirement, conform
 
 EVERY = None
 

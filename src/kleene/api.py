@@ -35,8 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kleene.automata.compile import Atoms, compile_labelled, compile_pattern
-from kleene.automata.conform import Requirement, conform
+from kleene.automata.compile import compile_labelled, compile_pattern
 from kleene.automata.determinize import LazyDFA
 from kleene.batches import EventRows, MatchBatch
 from kleene.io.badrows import BadRowPolicy
@@ -51,6 +50,8 @@ from kleene.language.parser import parse, parse_duration
 from kleene.language.printer import filter_to_ceql
 from kleene.language.schema import Schema
 from kleene.language.variables import variable_event_types
+from kleene.predicates.atoms import Atoms
+from kleene.predicates.conform import Requirement, conform
 from kleene.predicates.kinds import infer_kinds
 from kleene.predicates.table import PredicateTable
 from kleene.registers.automaton import SRT, compile_srt

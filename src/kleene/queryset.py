@@ -50,13 +50,13 @@ from kleene.api import (
     number_rows,
     pushdown,
 )
-from kleene.automata.conform import Requirement, conform
-from kleene.automata.shared import SharedPredicates
 from kleene.batches import MatchBatch
 from kleene.io.badrows import BadRowPolicy
 from kleene.language.errors import KleeneError, QueryError
 from kleene.language.parser import name_span, parse
 from kleene.language.schema import Schema
+from kleene.predicates.conform import Requirement, conform
+from kleene.predicates.shared import SharedPredicates
 
 
 @dataclass(frozen=True)

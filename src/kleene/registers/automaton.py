@@ -131,7 +131,7 @@ class SRT:
     """Attributes the guards read: the layout of event tuples."""
     register_names: tuple[str, ...]
     streams: tuple[str, ...]
-    """Stream bits, after the predicates' (as in :class:`kleene.automata.compile.Atoms`)."""
+    """Stream bits, after the predicates' (as in :class:`kleene.predicates.atoms.Atoms`)."""
     variable_registers: dict[str, int]
     """The register of each variable a condition reads as ``var.attr``."""
     strategy_first: bool = False

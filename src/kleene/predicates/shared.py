@@ -1,6 +1,6 @@
 """One predicate evaluation for several queries: the union of their atoms, bits remapped per query.
 
-Each query numbers its atoms (:class:`~kleene.automata.compile.Atoms`):
+Each query numbers its atoms (:class:`~kleene.predicates.atoms.Atoms`):
 event types, then unary predicates, then streams.  Queries over one stream
 often test the same atoms (``BUY``, ``price > 100``), so evaluating each
 query's table separately would repeat that work.  :class:`SharedPredicates`
@@ -24,8 +24,8 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from kleene.automata.compile import Atoms
 from kleene.language import ast
+from kleene.predicates.atoms import Atoms
 from kleene.predicates.table import MAX_WIDTH, PredicateTable
 
 Remap = tuple[tuple[int, int, np.uint64], ...]

@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import kleene  # noqa: E402
 from generate import generate  # noqa: E402
-from kleene.automata.predicates import PredicateTable  # noqa: E402
 from kleene.io.readers import read_batches  # noqa: E402
+from kleene.predicates.table import PredicateTable  # noqa: E402
 
 SETS = {
     # Many complex events: enumeration dominates, sharing saves reading and predicates only.

@@ -1,4 +1,4 @@
-"""Tests of :func:`kleene.automata.conform.conform`: casting to kinds, bad rows."""
+"""Tests of :func:`kleene.predicates.conform.conform`: casting to kinds, bad rows."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kleene.automata.conform import Requirement, conform
+from kleene.predicates.conform import Requirement, conform
 
 EVERY = None
 
@@ -214,8 +214,8 @@ def test_unrequired_columns_are_untouched_and_empty_batches_work() -> None:
 
 
 def test_conformed_batch_feeds_the_predicates() -> None:
-    from kleene.automata.predicates import PredicateTable
     from kleene.language import ast
+    from kleene.predicates.table import PredicateTable
 
     pred = ast.Compare(">", ast.Attr("price"), ast.Const(100))
     table = PredicateTable(["A"], [pred])

@@ -20,10 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
-from kleene.automata.compile import Atoms, compile_pattern
+from kleene.automata.compile import compile_pattern
 from kleene.language import ast
 from kleene.language.parser import parse_query
 from kleene.language.printer import to_ceql
+from kleene.predicates.atoms import Atoms
 from kleene.runtime.lookahead import Lookahead
 from strategies import cases
 

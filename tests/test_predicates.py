@@ -1,4 +1,4 @@
-"""Tests of the vectorised predicate stage (:mod:`kleene.automata.predicates`).
+"""Tests of the vectorised predicate stage (:mod:`kleene.predicates`).
 
 The unit tests pin down each predicate kind and the corner cases the engine
 must agree on with the reference oracle (nulls, NaN, division by zero, exact
@@ -20,9 +20,10 @@ import re2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kleene.automata.predicates import PredicateTable, TooManyPredicatesError, structural_key
 from kleene.language import ast
 from kleene.language.errors import KleeneError, QueryError
+from kleene.predicates.nodes import structural_key
+from kleene.predicates.table import PredicateTable, TooManyPredicatesError
 from kleene.reference.predicates import holds
 
 A = ast.Attr
@@ -817,11 +818,11 @@ def test_per_value_bits_are_computed_once_for_reordered_dictionaries() -> None:
 
     rows = [(0, 1), (1, 0), (0, 0), (2, 1), (1, 2)]
     first = table.evaluate(batch(["x", "y", "z"], rows)).tolist()
-    bits = table._tables[("s", "t")][1]
+    bits = table._per_value.tables[("s", "t")][1]
     # the same rows under a reordered dictionary: (y,x) (x,y) (y,y) (z,x) (x,z)
     second = table.evaluate(batch(["y", "x", "z"], rows)).tolist()
-    assert table._tables[("s", "t")][1] is bits
+    assert table._per_value.tables[("s", "t")][1] is bits
     assert first == [1, 2, 4, 8, 0] and second == [2, 1, 0, 0, 0]
     # a new value: (x,y) (w,w), five times (the table covers 5 x 5 combinations: at most 4 per row)
     third = table.evaluate(batch(["w", "x", "y"], [(1, 2), (0, 0)] * 5)).tolist()
-    assert table._tables[("s", "t")][1] is not bits and third == [1, 0] * 5
+    assert table._per_value.tables[("s", "t")][1] is not bits and third == [1, 0] * 5

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
-from kleene.automata.predicates import PredicateTable
 from kleene.io.badrows import BadRowPolicy
 from kleene.language import ast
 from kleene.language.printer import to_ceql
+from kleene.predicates.table import PredicateTable
 from kleene.reference.oracle import OracleBudgetExceeded, evaluate
 from strategies import STREAM_KEY, iteration_depth, queries, streams
 from test_engine_vs_oracle import SUPPORTED_CEL, rows_of

@@ -9,10 +9,11 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 
 import kleene
-from kleene.automata.compile import Atoms, compile_pattern
+from kleene.automata.compile import compile_pattern
 from kleene.automata.determinize import DEAD, LazyDFA
 from kleene.language.parser import parse_query
 from kleene.language.printer import to_ceql
+from kleene.predicates.atoms import Atoms
 from strategies import cases
 
 

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 import kleene
 import kleene.registers.window_runtime as window_runtime
 from condition_cases import PHI1, S1, sensor
-from kleene.automata.predicates import PredicateTable
 from kleene.language import ast
 from kleene.language.conditions import without_self_references
 from kleene.language.parser import parse_query
+from kleene.predicates.table import PredicateTable
 from kleene.reference.oracle import OracleBudgetExceeded, evaluate
 from kleene.registers.automaton import SRT, compile_srt
 from kleene.registers.windowed import (

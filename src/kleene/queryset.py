@@ -11,11 +11,11 @@ stream columns, the time unit, ``max_delay`` and the bad-row policy.
 What is shared per batch, so that n queries cost less than n runs:
 
 * reading, numbering and reordering (``max_delay``) the events;
-* :func:`~kleene.automata.conform.conform`, once per group of queries that
+* :func:`~kleene.predicates.conform.conform`, once per group of queries that
   agree on the kind of every attribute they read (almost always one group);
 * the predicate evaluation: the union of the queries' atoms, deduplicated
   structurally, evaluated once, vectorized
-  (:class:`~kleene.automata.shared.SharedPredicates`); each query's engine
+  (:class:`~kleene.predicates.shared.SharedPredicates`); each query's engine
   gets its own bit layout by a few masked shifts.
 
 A row that is bad for a query is set aside *for that query only*, as when
@@ -39,8 +39,6 @@ import numpy as np
 import pyarrow as pa
 
 from kleene.api import Query, compile_parsed
-from kleene.automata.conform import Requirement, conform
-from kleene.automata.shared import SharedPredicates
 from kleene.evaluable import Evaluable
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.reorder import ReorderBuffer
@@ -49,6 +47,8 @@ from kleene.language.parser import name_span, parse
 from kleene.language.schema import Schema
 from kleene.options import InputOptions
 from kleene.planning import Plan
+from kleene.predicates.conform import Requirement, conform
+from kleene.predicates.shared import SharedPredicates
 from kleene.results import MatchBatch
 from kleene.session import OrderedFeed, Session, number_rows
 

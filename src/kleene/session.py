@@ -20,7 +20,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kleene.automata.conform import conform
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.reorder import ReorderBuffer
 from kleene.io.timecol import to_nanos
@@ -29,6 +28,7 @@ from kleene.language.checks import check
 from kleene.language.errors import DataError, KleeneError
 from kleene.language.schema import Schema
 from kleene.planning.plan import Plan
+from kleene.predicates.conform import conform
 from kleene.results import ComplexEvent, EventRows, Match, MatchBatch, QueryMatch
 from kleene.runtime.contract import BatchEngine
 from kleene.runtime.enumeration import Columns, Found

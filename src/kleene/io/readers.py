@@ -9,7 +9,7 @@ processed in bounded memory.  Three promises matter to the rest of kleene:
   values do not all fit one type (numbers and words, say) is kept as strings
   rather than failing or guessing: the engine then parses the values it needs
   as numbers and reports the rows whose value is of the wrong type through
-  the bad-row policy (:mod:`kleene.automata.conform`).
+  the bad-row policy (:mod:`kleene.predicates.conform`).
 * **Every row keeps its place.**  Row ``i`` of the input (0-based, blank
   lines and the CSV header not counted) is row ``i`` of the concatenated
   batches: rows are never dropped or reordered here, because complex events

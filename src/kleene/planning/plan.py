@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from kleene.automata.cea import CEA
-from kleene.automata.compile import Atoms, Labels
-from kleene.automata.conform import Requirement
+from kleene.automata.compile import Labels
 from kleene.automata.determinize import LazyDFA
-from kleene.automata.predicates import PredicateTable
 from kleene.language import ast
 from kleene.language.schema import Schema
 from kleene.options import InputOptions
+from kleene.predicates.atoms import Atoms
+from kleene.predicates.conform import Requirement
+from kleene.predicates.table import PredicateTable
 from kleene.runtime.contract import BatchEngine
 from kleene.runtime.engine import Engine, Settings
 from kleene.runtime.projection import Projector

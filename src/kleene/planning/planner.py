@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kleene.automata.compile import Atoms, compile_labelled, compile_pattern
-from kleene.automata.conform import Requirement
-from kleene.automata.predicates import PredicateTable, infer_kinds
+from kleene.automata.compile import compile_labelled, compile_pattern
 from kleene.language import ast
 from kleene.language.conditions import atoms as filter_atoms
 from kleene.language.conditions import nary_filters, var_attrs, without_self_references
@@ -23,6 +21,10 @@ from kleene.language.schema import Schema
 from kleene.language.variables import variable_event_types
 from kleene.options import InputOptions
 from kleene.planning.plan import Plan, Tuning
+from kleene.predicates.atoms import Atoms
+from kleene.predicates.conform import Requirement
+from kleene.predicates.kinds import infer_kinds
+from kleene.predicates.table import PredicateTable
 from kleene.runtime.engine import Settings
 
 WHOLE_MATCH_STRATEGIES = ("NEXT", "LAST", "MAX")

@@ -20,7 +20,7 @@ CEQL patterns:
    ``CreateNewRs``): every transition that binds ``a`` writes ``a``'s
    register.  A FILTER atom ``x[P]`` conjoins P's *unary* conjuncts into one
    atomic predicate (a bit evaluated vectorized by
-   :class:`~kleene.automata.predicates.PredicateTable`, the prefilter) and
+   :class:`~kleene.predicates.table.PredicateTable`, the prefilter) and
    its *n-ary* conjuncts into a guard (:mod:`kleene.registers.guards`), on
    every transition of the fragment that binds ``x``.  The checker made sure
    every register a guard reads was written before on every path (a
@@ -56,7 +56,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kleene.automata.compile import NOT_LABEL, StateNumbering
-from kleene.automata.predicates import structural_key
 from kleene.language import ast
 from kleene.language.conditions import (
     atoms,
@@ -67,6 +66,7 @@ from kleene.language.conditions import (
     var_attrs,
 )
 from kleene.language.variables import nullable
+from kleene.predicates.nodes import structural_key
 from kleene.registers.guards import Guard, compile_guard
 
 
@@ -134,7 +134,7 @@ class SRT:
     """Attributes the guards read: the layout of event tuples."""
     register_names: tuple[str, ...]
     streams: tuple[str, ...]
-    """Stream bits, after the predicates' (as in :class:`kleene.automata.compile.Atoms`)."""
+    """Stream bits, after the predicates' (as in :class:`kleene.predicates.atoms.Atoms`)."""
     variable_registers: dict[str, int]
     """The register of each variable a condition reads as ``var.attr``."""
     strategy_first: bool = False

@@ -9,7 +9,7 @@ reads (in the order of ``attrs``): hashable, so that runs holding them can be
 deduplicated, and read by index.
 
 Semantics are those of every predicate in kleene (docs/semantics.md, and
-:mod:`kleene.automata.predicates`): a value is undefined when the attribute
+:mod:`kleene.predicates`): a value is undefined when the attribute
 is missing, null or NaN, on a division or modulo by zero, or on arithmetic
 over a non-number; an atom reading an undefined value is false (also its
 negated ``NOT IN`` forms); NOT/AND/OR are two-valued over atoms; numbers

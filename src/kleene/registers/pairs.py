@@ -13,7 +13,7 @@ the range of indexed events inside its window with two binary searches, and
 evaluates ``t2``'s conditions on all these candidate pairs at once: the pairs
 become one Arrow batch (the second event's columns, and the first event's
 under a prefixed name), on which the conditions are evaluated by the same
-vectorized :class:`~kleene.automata.predicates.PredicateTable` as unary
+vectorized :class:`~kleene.predicates.table.PredicateTable` as unary
 predicates, with ``a.price`` rewritten to the first event's column.
 
 Cost: ``O(n)`` vectorized work per batch of ``n`` events for the prefilter,
@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kleene.automata.predicates import PredicateTable
 from kleene.language import ast
 from kleene.language.conditions import var_attrs
+from kleene.predicates.table import PredicateTable
 from kleene.registers.automaton import SRT, RTransition
 from kleene.runtime.contract import FoundSink
 

@@ -15,7 +15,7 @@ on (a final state may have successors: SRT spec test T12).
 **Sharing and skipping.**
 
 * The unary parts of every FILTER are one bit each in the vectorized
-  predicate table (:class:`~kleene.automata.predicates.PredicateTable`), so
+  predicate table (:class:`~kleene.predicates.table.PredicateTable`), so
   an event that no labelled transition's mask accepts is *irrelevant*: it
   changes no run at a stationary state.  Unless the pattern has contiguous
   parts (``:``, ``:+``, STRICT), only the relevant events of a batch (found

@@ -1,7 +1,7 @@
 """Running a compiled query over batches of events: partitions, windows, skipping.
 
 The engine receives, per batch, the predicate bit vector of every event (the
-vectorized first stage, :mod:`kleene.automata.predicates`), its input
+vectorized first stage, :mod:`kleene.predicates`), its input
 position, its time and its partition key, and drives one
 :class:`~kleene.runtime.evaluator.Evaluator` per partition (CORE §4.4:
 PARTITION BY runs one instance of Algorithm 1 per key, created when the key

@@ -1,6 +1,6 @@
 """Bring a batch's columns to the kinds a query needs, and find the bad rows.
 
-Predicates (:mod:`kleene.automata.predicates`) evaluate an undefined value —
+Predicates (:mod:`kleene.predicates`) evaluate an undefined value —
 a null, a NaN, a missing column, a string where a number is needed — as
 *false*.  That is a sound default, but silently evaluating a broken row
 "somehow" would change the complex events a user gets, so before the

@@ -1,6 +1,6 @@
 """One predicate evaluation for several queries: the union of their atoms, bits remapped per query.
 
-Each query numbers its atoms (:class:`~kleene.automata.compile.Atoms`):
+Each query numbers its atoms (:class:`~kleene.predicates.atoms.Atoms`):
 event types, then unary predicates, then streams.  Queries over one stream
 often test the same atoms (``BUY``, ``price > 100``), so evaluating each
 query's table separately would repeat that work.  :class:`SharedPredicates`
@@ -10,7 +10,7 @@ atoms), evaluates it once per batch, vectorized, and hands each query its
 own bit vectors.
 
 The union may need more than the 64 bits of one word: it is then cut into
-several :class:`~kleene.automata.predicates.PredicateTable`\\ s of at most
+several :class:`~kleene.predicates.table.PredicateTable`\\ s of at most
 64 atoms each (each still evaluated once).  A query's bit ``i`` comes from
 bit ``b`` of word ``w``; bits that move by the same shift out of the same
 word are moved together, so remapping costs one masked shift per
@@ -24,9 +24,9 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from kleene.automata.compile import Atoms
-from kleene.automata.predicates import MAX_WIDTH, PredicateTable
 from kleene.language import ast
+from kleene.predicates.atoms import Atoms
+from kleene.predicates.table import MAX_WIDTH, PredicateTable
 
 Remap = tuple[tuple[int, int, np.uint64], ...]
 """Per query: ``(word, shift, mask)`` groups; query bits = OR of ``(word & mask) >> shift``."""

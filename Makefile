@@ -31,7 +31,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
-# The CORE venv is a prerequisite: tests/test_bench_core.py compares kleene with CORE.
+# The CORE venv is a prerequisite: tests/bench/test_bench_core.py compares kleene with CORE.
 test: lint $(CORE_STAMP)
 	$(BIN)/pytest
 

@@ -5,7 +5,7 @@ events ``(start, end, positions)``, positions 0-based (the SRT paper numbers
 events from 1: its ``{1,4}`` is ``(0, 3)`` here).  The expected values come from
 the spec notes; the ones the notes mark *derived* were re-derived by hand
 (comments say how), none was produced by a program.  The same table runs on
-the oracle (tests/test_conditions.py) and on the engine.
+the oracle (tests/registers/test_conditions.py) and on the engine.
 
 How the SRT notation maps to CEQL:
 

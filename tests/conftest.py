@@ -1,4 +1,9 @@
-"""Shared fixtures.
+"""Shared fixtures, and the layout: one folder per package of src/kleene, plus
+``differential/`` (engine against oracle), ``spark/`` (marked ``spark``: a real
+local SparkSession) and ``bench/`` (the benchmark harnesses on small data).
+Helpers shared across folders live here at the top: ``generators`` (Hypothesis
+strategies for queries and streams), ``against_oracle``, ``paper_cases``,
+``condition_cases``.
 
 ``spark`` is one local SparkSession (``local[2]``) for the whole test run:
 starting the JVM costs 8-30 s here, so every Spark test (batch and
@@ -9,6 +14,7 @@ no Spark test never start a JVM.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +31,17 @@ def spark() -> Iterator[Any]:
     )
     yield session
     session.stop()
+
+
+SPARK_DIR = Path(__file__).resolve().parent / "spark"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/spark/ needs Java and pyspark: ``-m "not spark"`` leaves it out
+    (the README's test command runs it)."""
+    for item in items:
+        if SPARK_DIR in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.spark)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import kleene
-from strategies import cases
-from test_engine_vs_oracle import SUPPORTED_CEL, Case, check_against_oracle
+from against_oracle import SUPPORTED_CEL, Case, check_against_oracle
+from generators import cases
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))

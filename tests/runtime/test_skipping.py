@@ -9,12 +9,12 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 
 import kleene
+from generators import cases
 from kleene.automata.compile import compile_pattern
 from kleene.automata.determinize import DEAD, LazyDFA
 from kleene.language.parser import parse_query
 from kleene.language.printer import to_ceql
 from kleene.predicates.atoms import Atoms
-from strategies import cases
 
 
 def stock(n: int, seed: int = 7) -> pa.Table:

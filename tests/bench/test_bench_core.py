@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import core_output, datasets, workloads  # noqa: E402
@@ -35,7 +35,7 @@ import kleene  # noqa: E402
 from kleene.language.parser import parse_query  # noqa: E402
 from kleene.reference.oracle import evaluate  # noqa: E402
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 EVERY = workloads.all_workloads()
 
 

@@ -22,6 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
+from against_oracle import SUPPORTED_CEL, Case, compile_case, pieces, prepared
+from generators import cases
 from kleene import native
 from kleene.io import writers
 from kleene.io.writers import JsonlWriter
@@ -29,9 +31,6 @@ from kleene.runtime import enumeration, evaluator
 from kleene.runtime.enumeration import Columns
 from kleene.runtime.evaluator import Evaluator
 from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION
-from strategies import cases
-from test_bulk_output import pieces, prepared
-from test_engine_vs_oracle import SUPPORTED_CEL, Case, compile_case
 
 _step = native.load("kleene.runtime._step")
 _walk = native.load("kleene.runtime._walk")

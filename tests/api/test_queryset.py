@@ -20,13 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
+from against_oracle import SUPPORTED_CEL, rows_of
+from generators import STREAM_KEY, iteration_depth, queries, streams
 from kleene.io.badrows import BadRowPolicy
 from kleene.language import ast
 from kleene.language.printer import to_ceql
 from kleene.predicates.table import PredicateTable
 from kleene.reference.oracle import OracleBudgetExceeded, evaluate
-from strategies import STREAM_KEY, iteration_depth, queries, streams
-from test_engine_vs_oracle import SUPPORTED_CEL, rows_of
 
 Event = dict[str, Any]
 

@@ -30,24 +30,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
+from against_oracle import SUPPORTED_CEL, Case, compile_case, pieces, prepared, rows_of
+from generators import STREAM_KEY, cases, condition_cases
 from kleene.cli import main
 from kleene.io.writers import JsonlWriter, dumps, json_rows, json_values
 from kleene.reference.oracle import OracleBudgetExceeded, evaluate
 from kleene.results import MatchBatch, ragged_take
 from kleene.runtime.enumeration import Columns, enumerate_node
 from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION
-from strategies import STREAM_KEY, cases, condition_cases
-from test_engine_vs_oracle import SUPPORTED_CEL, Case, compile_case, rows_of
 
 pytestmark = pytest.mark.usefixtures("twins")  # compiled twins, then pure Python (conftest.py)
 
 SLOW = settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def pieces(table: pa.Table, cuts: list[int]) -> list[pa.RecordBatch]:
-    """``table`` cut at ``cuts`` (uneven batches, some empty)."""
-    bounds = sorted({0, table.num_rows, *[c % (table.num_rows + 1) for c in cuts]})
-    return [b for lo, hi in zip(bounds, bounds[1:]) for b in table.slice(lo, hi - lo).to_batches()]
 
 
 def bulk_matches(query: Any, source: Any) -> list[Any]:
@@ -72,15 +68,6 @@ def jsonl_of_batches(query: Any, source: Any, ascii_only: bool = False) -> str:
         writer.write_batch(b)
     writer.flush()
     return out.getvalue()
-
-
-def prepared(case: Case) -> tuple[Any, pa.Table, Any]:
-    query, events, times = case
-    if query.select.strategy in ("NEXT", "LAST", "MAX") and query.select.items is not None:
-        from dataclasses import replace
-
-        query = replace(query, select=replace(query.select, items=None))
-    return query, pa.Table.from_pylist(rows_of(events, times)), None
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
@@ -324,7 +311,7 @@ def test_benchmark_runner_counts_and_dumps_with_the_bulk_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """benchmarks/runner.py's kleene side (match_batches) = Query.matches, for the CORE comparison."""
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
     from benchmarks import datasets, runner
     from benchmarks.workloads import CORE_ISSUE
 

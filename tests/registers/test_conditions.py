@@ -10,14 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
+from against_oracle import check_against_oracle, compile_case, rows_of
 from condition_cases import CASES, REJECTED, S2, CondCase
+from generators import condition_cases, conjunction_cases, pair_cases
 from kleene.language import ast
 from kleene.language.errors import QueryError
 from kleene.language.parser import parse_query
 from kleene.language.printer import to_ceql
 from kleene.reference.oracle import evaluate
-from strategies import condition_cases, conjunction_cases, pair_cases
-from test_engine_vs_oracle import check_against_oracle, compile_case, rows_of
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

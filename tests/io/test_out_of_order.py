@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
+from generators import cases
 from kleene.io.badrows import BadRowPolicy
 from kleene.language.printer import to_ceql
 from kleene.reference.oracle import OracleBudgetExceeded, evaluate
-from strategies import cases
 
 QUERY = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] WITHIN 5 seconds"
 

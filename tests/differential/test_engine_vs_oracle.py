@@ -10,56 +10,11 @@ so the suite explores more of the space over time.
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any
-
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 
-import kleene
-from kleene.language import ast
-from kleene.language.printer import to_ceql
-from kleene.reference.oracle import OracleBudgetExceeded, evaluate
-from strategies import STREAM_KEY, cases
-
-Case = tuple[ast.Query, list[dict[str, Any]], list[int]]
-
-
-def rows_of(events: list[dict[str, Any]], times: list[int]) -> list[dict[str, Any]]:
-    return [dict(e, __t=t) for e, t in zip(events, times)]
-
-
-def compile_case(query: ast.Query, stream_column: str | None = None, **tuning: Any) -> kleene.Query:
-    """The case's query; ``tuning`` (kleene.planning.Tuning) picks another evaluation path."""
-    q = kleene.compile(
-        to_ceql(query), time_column="__t", time_unit="ns", stream_column=stream_column
-    )
-    return q.tuned(**tuning) if tuning else q
-
-
-SUPPORTED_CEL = frozenset(
-    {"not", "star", "and", "all", "unless", "STRICT", "NEXT", "LAST", "MAX"}
-)
-"""The constructs beyond the core language (all of them are evaluated by the engine)."""
-
-
-def check_against_oracle(case: Case, stream_key: str | None = None, **tuning: Any) -> None:
-    query, events, times = case
-    try:
-        expected = evaluate(query, events, times=times, budget=200_000, stream_key=stream_key)
-    except OracleBudgetExceeded:
-        return  # rare: a case too large for brute force
-    engine = compile_case(query, stream_key, **tuning)
-    got = [(m.start, m.end, m.positions) for m in engine.matches(rows_of(events, times))]
-    assert len(got) == len(set(got)), "a complex event was output twice"
-    if query.limit is None:
-        assert set(got) == expected
-    else:
-        # LIMIT n: at most n complex events per triggering (end) event, taken from the full set.
-        assert set(got) <= expected
-        per_end = Counter(end for _, end, _ in expected)
-        got_per_end = Counter(end for _, end, _ in got)
-        assert got_per_end == Counter({e: min(c, query.limit) for e, c in per_end.items()})
+from against_oracle import SUPPORTED_CEL, Case, check_against_oracle, compile_case, rows_of
+from generators import STREAM_KEY, cases
 
 
 @settings(

@@ -6,10 +6,10 @@ from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 
+from against_oracle import SUPPORTED_CEL, Case, check_against_oracle
+from generators import cases
 from kleene.language import ast
 from kleene.runtime import nxt
-from strategies import cases
-from test_engine_vs_oracle import SUPPORTED_CEL, Case, check_against_oracle
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))

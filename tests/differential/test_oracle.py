@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from generators import cases, queries, streams, variables_of
 from kleene.language import ast
 from kleene.reference.oracle import (
     OracleBudgetExceeded,
@@ -23,7 +24,6 @@ from kleene.reference.oracle import (
 )
 from kleene.reference.predicates import holds
 from paper_cases import CASES, Case, as_, atom, cmp, et, filt, plus, query, seq, types
-from strategies import cases, queries, streams, variables_of
 
 BUDGET = 200_000
 

@@ -20,13 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
+from generators import cases
 from kleene.automata.compile import compile_pattern
 from kleene.language import ast
 from kleene.language.parser import parse_query
 from kleene.language.printer import to_ceql
 from kleene.predicates.atoms import Atoms
 from kleene.runtime.lookahead import Lookahead
-from strategies import cases
 
 SUPPORTED_CEL = frozenset({"not", "star", "and", "all", "unless", "STRICT", "NEXT", "LAST", "MAX"})
 

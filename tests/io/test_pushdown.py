@@ -27,12 +27,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
+from generators import cases, condition_cases
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.readers import read_batches
 from kleene.language import ast
 from kleene.language.printer import to_ceql
 from kleene.runtime.engine import DENSE_CODES, distinct
-from strategies import cases, condition_cases
 
 SUPPORTED_CEL = frozenset({"not", "star", "and", "all", "unless", "STRICT", "NEXT", "LAST", "MAX"})
 

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
+from against_oracle import SUPPORTED_CEL, Case, check_against_oracle
+from generators import SEC, cases, streams
 from kleene.language import ast
 from kleene.runtime import maximal
-from strategies import SEC, cases, streams
-from test_engine_vs_oracle import SUPPORTED_CEL, Case, check_against_oracle
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))

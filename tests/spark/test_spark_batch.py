@@ -293,7 +293,7 @@ def test_cli_spark_engine_bad_row_exit_code(spark: Any, tmp_path: Path) -> None:
 
 def test_timestamp_time_column_matches_engine(spark: Any) -> None:
     """The README's example: a CSV whose ISO times Spark infers as timestamps."""
-    root = Path(__file__).resolve().parent.parent / "examples"
+    root = Path(__file__).resolve().parents[2] / "examples"
     query = (root / "stock.ceql").read_text()
     df = spark.read.csv(str(root / "stock.csv"), header=True, inferSchema=True)
     assert df.schema["time"].dataType.typeName() == "timestamp"

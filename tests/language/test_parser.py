@@ -50,7 +50,7 @@ from kleene.language.ast import (
 from kleene.language.parser import Name, parse, parse_query
 from kleene.language.printer import to_ceql
 
-DATA = Path(__file__).parent / "data" / "core_benchmark_queries.ceql"
+DATA = Path(__file__).parents[1] / "data" / "core_benchmark_queries.ceql"
 SEC = 10**9
 
 

@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 import kleene
 import kleene.registers.window_runtime as window_runtime
+from against_oracle import check_against_oracle, compile_case
 from condition_cases import PHI1, S1, sensor
+from generators import condition_cases, conjunction_cases
 from kleene.language import ast
 from kleene.language.conditions import without_self_references
 from kleene.language.parser import parse_query
@@ -40,8 +42,6 @@ from kleene.registers.windowed import (
     unroll,
     with_start_loop,
 )
-from strategies import condition_cases, conjunction_cases
-from test_engine_vs_oracle import check_against_oracle, compile_case
 
 
 def srt_of(query: str) -> SRT:

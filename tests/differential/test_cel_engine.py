@@ -8,13 +8,13 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_oracle_cel import THESIS_TABLE
 
 import kleene
 from kleene.language import ast
 from kleene.language.printer import to_ceql
 from kleene.reference.oracle import last_less
 from kleene.runtime.strategies import last_better
-from test_oracle_cel import THESIS_TABLE
 
 
 @pytest.mark.parametrize(("name", "qry", "stream", "expected"), THESIS_TABLE, ids=[c[0] for c in THESIS_TABLE])

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from generators import cases, streams
 from kleene.language import ast
 from kleene.reference.oracle import (
     OracleBudgetExceeded,
@@ -46,7 +47,6 @@ from paper_cases import (
     seq,
     types,
 )
-from strategies import cases, streams
 
 BUDGET = 200_000
 

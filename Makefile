@@ -19,7 +19,7 @@ BENCH_ARGS ?=
 $(STAMP): pyproject.toml setup.py $(wildcard src/kleene/*/*.pyx)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -48,7 +48,7 @@ $(CORE_STAMP):
 venv-core: $(CORE_STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(BIN)/pip install --quiet -e '.[dev,spark,bench]'
 	touch $(BENCH_STAMP)
 
 # kleene and CORE side by side on the CORE paper's workloads (docs/benchmarks.md), ~45-50 min

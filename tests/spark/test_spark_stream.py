@@ -190,7 +190,7 @@ def test_stream_cli_available_now(stream_spark: Any, tmp_path: Path) -> None:
     import argparse
     import io
 
-    from kleene.spark.stream_cli import add_stream_parser
+    from kleene.cli.stream import add_stream_parser
 
     parser = argparse.ArgumentParser(prog="kleene")
     add_stream_parser(parser.add_subparsers(dest="command"))

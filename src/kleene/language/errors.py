@@ -53,3 +53,11 @@ class DataError(KleeneError):
         if column is not None:
             where.append(f"column {column!r}")
         super().__init__(f"{message} ({', '.join(where)})" if where else message)
+
+
+class MissingDependencyError(KleeneError, ImportError):
+    """An optional dependency is not installed; the message names what to install.
+
+    An :class:`ImportError` too, so ``except ImportError`` around an import
+    of :mod:`kleene.spark` still works.
+    """

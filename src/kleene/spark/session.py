@@ -67,6 +67,11 @@ def local_session(master: str = "local[*]", app_name: str = "kleene", **conf: An
     return spark
 
 
+def active_session() -> SparkSession | None:
+    """The SparkSession already running in this process (a notebook's, the tests'), if any."""
+    return SparkSession.getActiveSession()
+
+
 def ensure_importable(spark: SparkSession) -> None:
     """Fail early, with a clear message, if the executors cannot import kleene.
 

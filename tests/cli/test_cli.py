@@ -21,9 +21,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kleene.cli import Progress, UsageError, bad_row_policy, load_query, main
+from kleene.cli import main
+from kleene.cli.common import UsageError, bad_row_policy, load_query
+from kleene.cli.progress import Progress
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAIRS = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] WITHIN 3 EVENTS"
 
 EVENTS: list[dict[str, Any]] = [
@@ -204,14 +206,14 @@ class TestRun:
     def test_progress_bar_on_a_terminal(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        import kleene.cli as cli
+        import kleene.cli.run as run_module
 
-        class EagerProgress(cli.Progress):
+        class EagerProgress(Progress):
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **{**kwargs, "delay": 0.0, "interval": 0.0})
 
-        monkeypatch.setattr(cli, "_is_tty", lambda stream: stream is sys.stderr)
-        monkeypatch.setattr(cli, "Progress", EagerProgress)
+        monkeypatch.setattr(run_module, "is_tty", lambda stream: stream is sys.stderr)
+        monkeypatch.setattr(run_module, "Progress", EagerProgress)
         data = write_csv(tmp_path / "e.csv", EVENTS)
         code, lines, err = run_cli(capsys, "run", PAIRS, "--input", str(data), "--batch-size", "4")
         assert code == 0

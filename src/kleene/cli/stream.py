@@ -9,11 +9,10 @@
                   [--master URL] [--available-now] [--trigger-interval "5 seconds"]
                   [--max-files-per-trigger N]
 
-Kept apart from :mod:`kleene.cli` so that the streaming command and the
-batch ``run --engine spark`` can evolve without editing the same file; the
-``kleene`` entry point registers it with :func:`add_stream_parser` and
+The ``kleene`` entry point registers it with :func:`add_stream_parser` and
 dispatches to :func:`run_stream`.  Nothing here imports PySpark until the
-command actually runs, so ``kleene run`` never pays for it.
+command actually runs, so ``kleene run`` never pays for it; without the
+``spark`` extra the command stops with what to install (exit code 1).
 """
 
 from __future__ import annotations
@@ -22,6 +21,9 @@ import argparse
 import sys
 from pathlib import Path
 from typing import IO, Any
+
+import kleene
+from kleene.cli.common import EXIT_OK, load_query
 
 
 def add_stream_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -118,24 +120,25 @@ def add_stream_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_stream(args: argparse.Namespace, stderr: IO[str] | None = None) -> int:
-    """Run ``kleene stream``; returns the exit code (errors propagate to ``kleene.cli.main``).
+    """Run ``kleene stream``; returns the exit code (errors propagate to :func:`kleene.cli.main`).
 
     Query errors raise :class:`~kleene.language.errors.QueryError` before
     Spark starts; a missing input directory or an empty one without
     ``--schema`` raises :class:`OSError`.
     """
-    from kleene.cli import EXIT_OK, load_query
-
     err = stderr or sys.stderr
     text = load_query(args.query)
-    import kleene
-    from kleene.spark.stream import check_streamable
-
-    # Compile (and reject what cannot be streamed) before paying for Spark.
+    # Compile before paying for Spark.
     query = kleene.compile(
         text, type_column=args.type_column, time_column=args.time_column, time_unit=args.time_unit
     )
-    check_streamable(query)
+    # Imported here, not at the top: PySpark and pandas are an optional extra (kleene[spark]),
+    # about 0.3 s to import, and no other command needs them.  Without them this raises
+    # MissingDependencyError, which names what to install.
+    from kleene.spark import active_session, local_session
+    from kleene.spark.stream import check_streamable, detect_stream, read_results, start_stream
+
+    check_streamable(query)  # reject what cannot be streamed before starting Spark
     input_dir = Path(args.input_dir)
     if not input_dir.is_dir():
         raise OSError(f"cannot read {args.input_dir!r}: not a directory")
@@ -144,13 +147,8 @@ def run_stream(args: argparse.Namespace, stderr: IO[str] | None = None) -> int:
     ):
         raise OSError(f"{args.input_dir!r} is empty: pass --schema, or add a file to infer it from")
 
-    from pyspark.sql import SparkSession
-
-    from kleene.spark.session import local_session
-    from kleene.spark.stream import detect_stream, read_results, start_stream
-
     # A caller's session (a notebook, the tests) is used as it is and left running.
-    active = SparkSession.getActiveSession()
+    active = active_session()
     owned = active is None
     spark = active if active is not None else local_session(args.master, app_name="kleene stream")
     try:

@@ -1,0 +1,118 @@
+"""The ``kleene`` command: run CEQL queries over files, print complex events as JSON Lines.
+
+::
+
+    kleene run QUERY [QUERY ...] --input [STREAM=]FILE [--input [STREAM=]FILE ...]
+               [--output OUT.jsonl|OUT.parquet|OUT.arrow] [--output-format jsonl|parquet|arrow]
+               [--format csv|jsonl|parquet] [--stream-column COL]
+               [--time-column COL] [--time-unit s|ms|us|ns] [--type-column COL] [--max-delay DURATION]
+               [--on-bad-row error|skip|quarantine [FILE]] [--quarantine FILE]
+               [--batch-size N] [--no-progress] [--engine python|spark [--master URL]]
+    kleene explain QUERY [--time-column COL]
+    kleene stream QUERY --input-dir DIR --output-dir OUT --checkpoint CK --time-column COL ...
+
+One module per command (:mod:`~kleene.cli.run`, :mod:`~kleene.cli.explain`,
+:mod:`~kleene.cli.stream`, and :mod:`~kleene.cli.spark_run` for ``run
+--engine spark``), the shared pieces in :mod:`~kleene.cli.common`,
+:mod:`~kleene.cli.output` and :mod:`~kleene.cli.progress`.  Building the
+parser and the in-process commands import neither PySpark nor pandas; the
+Spark commands import them when they run (the ``spark`` extra).
+
+Exit codes are part of the interface, so that scripts can tell a mistake in
+the query (2: fix the query; the message shows a caret under the offending
+text) from a problem with the data (3: fix or filter the input, or rerun with
+``--on-bad-row skip``) from anything else (1).  Results go to stdout (or
+``--output``), everything for humans goes to stderr, so piping the output
+into another tool is always safe.  With ``--output``, results are written to
+a temporary file that replaces OUT only when the run succeeds: a failed run
+never leaves a truncated result that looks complete.
+
+Several queries (several QUERY arguments, or a file holding several queries)
+run together in one pass (:func:`kleene.compile_many`); each output line then
+starts with ``"query"``, the query's name (its ``QUERY name:`` header, else
+the file's name).  Several inputs, each optionally naming its stream
+(``--input S1=a.csv --input S2=b.csv``), are merged by time
+(:func:`kleene.merge_streams`): a named input gets the stream column
+(``--stream-column``, default ``stream``) with its name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from importlib.metadata import version
+
+import kleene
+from kleene.cli.common import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OTHER, EXIT_QUERY, UsageError
+from kleene.cli.explain import add_explain_parser
+from kleene.cli.run import add_run_parser
+from kleene.cli.stream import add_stream_parser
+from kleene.language.errors import DataError, QueryError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kleene",
+        description="Complex event recognition: run CEQL queries over event files.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_run_parser(commands)
+    add_explain_parser(commands)
+    add_stream_parser(commands)
+    return parser
+
+
+def _version() -> str:
+    try:
+        return version("kleene")
+    except Exception:  # noqa: BLE001 - not installed as a distribution: still report something
+        return "unknown"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kleene`` command; returns the exit code."""
+    parser = build_parser()
+    stderr = sys.stderr
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error (argparse exits with 2)
+        return exc.code if isinstance(exc.code, int) else EXIT_OTHER
+    if args.command is None:
+        parser.print_help(stderr)
+        return EXIT_QUERY
+    try:
+        return int(args.handler(args, stderr))
+    except UsageError as exc:
+        print(f"kleene run: error: {exc}", file=stderr)
+        return EXIT_QUERY
+    except QueryError as exc:
+        print(f"kleene: query error: {exc}", file=stderr)
+        return EXIT_QUERY
+    except DataError as exc:
+        print(f"kleene: input error: {exc}", file=stderr)
+        return EXIT_DATA
+    except KeyboardInterrupt:
+        print("kleene: interrupted", file=stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout went away (e.g. `kleene run ... | head`): stop quietly.
+        # Point stdout at devnull so the interpreter's final flush does not complain.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return EXIT_OTHER
+    except OSError as exc:
+        print(f"kleene: {exc}", file=stderr)
+        return EXIT_OTHER
+    except kleene.KleeneError as exc:
+        # e.g. complex events that do not fit one Parquet schema, or a Spark command
+        # without the spark extra (MissingDependencyError: it names what to install)
+        print(f"kleene: error: {exc}", file=stderr)
+        return EXIT_OTHER

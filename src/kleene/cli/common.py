@@ -1,0 +1,127 @@
+"""What the ``kleene`` commands share: exit codes, usage errors, reading QUERY and ``--input``,
+the bad-row policy from the command line.
+
+Nothing here imports Spark or pandas.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import IO
+
+import pyarrow as pa
+
+from kleene.io.badrows import BadRowPolicy
+
+EXIT_OK, EXIT_OTHER, EXIT_QUERY, EXIT_DATA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+class UsageError(Exception):
+    """A problem with the command line itself (exit code 2, like argparse's own errors)."""
+
+
+def load_query(arg: str, stdin: IO[str] | None = None) -> str:
+    """QUERY is CEQL text, ``-`` (read stdin), or the path of a file holding the query.
+
+    A word ending in ``.ceql`` that names no file is an error rather than
+    query text: it is a typo in a path far more often than a query.
+    """
+    if arg == "-":
+        return (stdin or sys.stdin).read()
+    if "\n" not in arg and len(arg) < 4096:
+        path = Path(arg)
+        try:
+            is_file = path.is_file()
+        except OSError:
+            is_file = False
+        if is_file:
+            try:
+                return path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise UsageError(f"cannot read query file {arg!r}: {exc}") from exc
+        if path.suffix.lower() == ".ceql":
+            raise UsageError(f"query file {arg!r} does not exist")
+    return arg
+
+
+def is_query_file(arg: str) -> bool:
+    """Whether QUERY names a file (rather than being CEQL text or ``-``)."""
+    if arg == "-" or "\n" in arg or len(arg) >= 4096:
+        return False
+    try:
+        return Path(arg).is_file()
+    except OSError:
+        return False
+
+
+def parse_inputs(values: Sequence[str]) -> list[tuple[str | None, str]]:
+    """``--input`` values: ``FILE`` or ``STREAM=FILE`` (an existing file named ``a=b`` is a file)."""
+    out: list[tuple[str | None, str]] = []
+    for value in values:
+        name, sep, path = value.partition("=")
+        if sep and name and not Path(value).exists():
+            if not name.isidentifier():
+                raise UsageError(f"--input {value!r}: {name!r} is not a stream name")
+            out.append((name, path))
+        else:
+            out.append((None, value))
+    names = [n for n, _ in out if n is not None]
+    if len(names) != len(set(names)):
+        raise UsageError("--input: a stream name is given twice")
+    return out
+
+
+def bad_row_policy(on_bad_row: Sequence[str] | None, quarantine: str | None) -> BadRowPolicy:
+    """Build the policy from ``--on-bad-row MODE [FILE]`` and ``--quarantine FILE``."""
+    words = list(on_bad_row or [])
+    if len(words) > 2:
+        raise UsageError("--on-bad-row takes a mode and, for quarantine, a file")
+    mode = words[0] if words else ("quarantine" if quarantine else "error")
+    if mode not in ("error", "skip", "quarantine"):
+        raise UsageError(f"--on-bad-row: unknown mode {mode!r} (choose error, skip or quarantine)")
+    target = words[1] if len(words) == 2 else None
+    if target is not None and mode != "quarantine":
+        raise UsageError(f"--on-bad-row {mode} takes no file")
+    if target is not None and quarantine is not None and target != quarantine:
+        raise UsageError("two different quarantine files given")
+    target = target or quarantine
+    if mode == "quarantine" and target is None:
+        raise UsageError("--on-bad-row quarantine needs a file: --on-bad-row quarantine FILE")
+    if mode != "quarantine" and quarantine is not None:
+        raise UsageError(f"--quarantine given, but --on-bad-row is {mode}")
+    try:
+        return BadRowPolicy(mode, target)
+    except OSError as exc:
+        raise UsageError(f"cannot write the quarantine file: {exc}") from exc
+
+
+class _PandasAbsent:
+    """A meta path finder under which ``import pandas`` fails as if pandas were not installed."""
+
+    def find_spec(self, name: str, path: object = None, target: ModuleType | None = None) -> None:
+        if name == "pandas":
+            raise ModuleNotFoundError("pandas is not used by this command", name=name)
+        return None
+
+
+def skip_pandas_probe() -> None:
+    """Keep pyarrow from importing pandas (0.2-0.5 s) in a command that never holds a DataFrame.
+
+    When pandas is installed (kleene's ``spark`` extra brings it), pyarrow
+    imports it at its first conversion of a Python list, only to ask whether
+    the list is a pandas object.  That first question is asked here with
+    pandas out of reach: pyarrow then answers "no" to such questions without
+    importing pandas, and still imports it for a conversion that needs it
+    (``to_pandas``, ``from_pandas``).  A no-op once pandas is imported.
+    """
+    if "pandas" in sys.modules:
+        return
+    finder = _PandasAbsent()
+    sys.meta_path.insert(0, finder)
+    try:
+        pa.array([])
+    finally:
+        sys.meta_path.remove(finder)

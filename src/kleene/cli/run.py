@@ -1,0 +1,225 @@
+"""``kleene run``: run CEQL queries over event files in this process, write complex events.
+
+Its parser (:func:`add_run_parser`) and the in-process run (:func:`run_command`);
+``--engine spark`` hands over to :mod:`kleene.cli.spark_run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+
+import kleene
+from kleene.cli.common import (
+    EXIT_OK,
+    UsageError,
+    bad_row_policy,
+    is_query_file,
+    load_query,
+    parse_inputs,
+    skip_pandas_probe,
+)
+from kleene.cli.output import Output
+from kleene.cli.progress import Progress, is_tty
+from kleene.cli.spark_run import run_spark
+from kleene.io.badrows import BadRowPolicy
+from kleene.io.merge import merge_streams
+from kleene.io.readers import count_rows, read_batches
+from kleene.io.writers import output_format
+from kleene.language.parser import parse
+
+
+def add_run_parser(commands: Any) -> argparse.ArgumentParser:
+    """Add the ``run`` sub-command to the ``kleene`` parser's sub-parsers."""
+    run: argparse.ArgumentParser = commands.add_parser(
+        "run",
+        help="run a query over a file and print its complex events as JSON Lines",
+        description=(
+            "Run a CEQL query over a CSV, JSON Lines or Parquet file. Prints one JSON object per "
+            "complex event (start, end, positions, events, partition), in order of end position. "
+            "Exit codes: 0 ok, 1 other error, 2 bad query, 3 bad input."
+        ),
+    )
+    run.add_argument(
+        "query",
+        metavar="QUERY",
+        nargs="+",
+        help="CEQL text, a path to a .ceql file, or - to read it from stdin; several queries "
+        "(or a file holding several) run together, and each output line names its query",
+    )
+    run.add_argument(
+        "--input",
+        "-i",
+        required=True,
+        action="append",
+        metavar="[STREAM=]FILE",
+        help="events: .csv, .jsonl/.ndjson/.json or .parquet; repeat it for several inputs, "
+        "merged by --time-column (ties: input order, then row order); STREAM=FILE names the "
+        "stream of every event of FILE (in the stream column)",
+    )
+    run.add_argument(
+        "--stream-column",
+        metavar="COL",
+        help="column naming each event's stream, for FROM S1, S2 and S>E (default: 'stream' "
+        "when an input is named STREAM=FILE; otherwise the input is one stream)",
+    )
+    run.add_argument("--output", "-o", default="-", metavar="OUT", help="where to write complex events (default: stdout)")
+    run.add_argument(
+        "--output-format",
+        choices=["jsonl", "parquet", "arrow"],
+        help="jsonl (one JSON object per line), parquet or arrow (Arrow IPC file): columns start, "
+        "end, positions, events (list of structs), partition, query (default: from the --output "
+        "extension, .parquet, .arrow/.feather, else jsonl)",
+    )
+    run.add_argument(
+        "--format",
+        choices=["csv", "jsonl", "json", "ndjson", "parquet"],
+        help="input format (default: from the file extension)",
+    )
+    run.add_argument("--time-column", metavar="COL", help="timestamp column, for time windows (WITHIN n seconds)")
+    run.add_argument(
+        "--time-unit",
+        choices=["s", "ms", "us", "ns"],
+        default="s",
+        help="unit of a numeric time column (default: s)",
+    )
+    run.add_argument("--type-column", default="type", metavar="COL", help="column holding the event type (default: type)")
+    run.add_argument(
+        "--max-delay",
+        metavar="DURATION",
+        help="accept input out of time order by at most DURATION (e.g. '2 seconds'): events are "
+        "buffered and released in time order; later ones are bad rows (needs --time-column)",
+    )
+    run.add_argument(
+        "--on-bad-row",
+        nargs="+",
+        metavar=("{error,skip,quarantine}", "FILE"),
+        help=(
+            "what to do with a row the query cannot evaluate (null, NaN, wrong type, missing "
+            "attribute, time going backwards): error (default: stop, exit 3), skip (set it aside "
+            "and count it), quarantine FILE (also write it to FILE as JSON Lines)"
+        ),
+    )
+    run.add_argument("--quarantine", metavar="FILE", help="file for quarantined rows (implies --on-bad-row quarantine)")
+    run.add_argument("--batch-size", type=_positive_int, default=65536, metavar="N", help="rows per batch read (default: 65536)")
+    run.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="never show the progress bar (shown on stderr when it is a terminal, results are not "
+        "printed to a terminal, and the run lasts over a second)",
+    )
+    run.add_argument(
+        "--engine",
+        choices=["python", "spark"],
+        default="python",
+        help="python (default): evaluate in this process; spark: read and evaluate with Spark "
+        "(rows ordered by --time-column, then input order; only --on-bad-row error; needs "
+        "kleene[spark])",
+    )
+    run.add_argument("--master", default="local[*]", metavar="URL", help="Spark master for --engine spark (default: local[*])")
+    run.set_defaults(handler=run_command)
+    return run
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def compile_queries(
+    args: argparse.Namespace, policy: BadRowPolicy | str, stream_column: str | None
+) -> kleene.Query | kleene.QuerySet:
+    """One query (output as before), or several run together (each line names its query)."""
+    texts: list[tuple[str | None, str]] = []
+    for arg in args.query:
+        text = load_query(arg)
+        base = Path(arg).stem if is_query_file(arg) else None
+        texts.append((base, text))
+    options: dict[str, Any] = {
+        "type_column": args.type_column,
+        "time_column": args.time_column,
+        "time_unit": args.time_unit,
+        "on_bad_row": policy,
+        "max_delay": args.max_delay,
+        "stream_column": stream_column,
+    }
+    if len(texts) == 1 and len(parse(texts[0][1]).queries) == 1:
+        return kleene.compile(texts[0][1], **options)
+    return kleene.compile_many(texts, **options)
+
+
+def _stream_column(args: argparse.Namespace, inputs: list[tuple[str | None, str]]) -> str | None:
+    if args.stream_column:
+        return str(args.stream_column)
+    return "stream" if any(name is not None for name, _ in inputs) else None
+
+
+def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
+    """Run ``kleene run``; returns the exit code (errors propagate to :func:`kleene.cli.main`)."""
+    if args.engine == "spark":
+        return run_spark(args, stderr)
+    skip_pandas_probe()
+    inputs = parse_inputs(args.input)
+    if len(inputs) > 1 and not args.time_column:
+        raise UsageError("several inputs are merged by time: give --time-column")
+    stream_column = _stream_column(args, inputs)
+    policy = bad_row_policy(args.on_bad_row, args.quarantine)
+    with policy:
+        query = compile_queries(args, policy, stream_column)
+
+        def read(path: str) -> Iterator[pa.RecordBatch]:
+            return read_batches(path, format=args.format, batch_size=args.batch_size)
+
+        batches: Iterable[pa.RecordBatch]
+        if len(inputs) == 1 and inputs[0][0] is None:
+            batches = read(inputs[0][1])
+        else:
+            batches = merge_streams(
+                [(name, read(path)) for name, path in inputs],
+                time_column=args.time_column,
+                time_unit=args.time_unit,
+                stream_column=stream_column or "stream",
+            )
+        output = Output(args.output, output_format(args.output, args.output_format))
+        progress: Progress | None = None
+        # A bar redrawn with "\r" would garble results printed to the same terminal.
+        results_on_terminal = args.output == "-" and is_tty(sys.stdout)
+        if not args.no_progress and is_tty(stderr) and not results_on_terminal:
+            progress = Progress(
+                stderr,
+                total=lambda: _total_rows(inputs, args.format),
+                events=lambda: output.writer.count,
+            )
+            batches = progress.track(batches)
+        try:
+            # The bulk path: complex events in columns, their events' data
+            # gathered per batch (the same lines as writing each ComplexEvent).
+            write = output.writer.write_batch
+            for found in query.match_batches(batches, events=True):
+                write(found)
+            output.commit()
+        except BaseException:
+            if progress is not None:
+                progress.clear()
+            output.abort()
+            raise
+        if progress is not None:
+            progress.close()
+    if policy.count:
+        print(f"kleene: {policy.summary()}", file=stderr)
+    return EXIT_OK
+
+
+def _total_rows(inputs: list[tuple[str | None, str]], fmt: str | None) -> int | None:
+    counts = [count_rows(path, format=fmt) for _, path in inputs]
+    return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)

@@ -42,7 +42,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import version
+from typing import Any
 
 import kleene
 from kleene.cli.common import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OTHER, EXIT_QUERY, UsageError
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kleene",
         description="Complex event recognition: run CEQL queries over event files.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_run_parser(commands)
     add_explain_parser(commands)
@@ -67,11 +67,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _version() -> str:
-    try:
-        return version("kleene")
-    except Exception:  # noqa: BLE001 - not installed as a distribution: still report something
-        return "unknown"
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked: importlib.metadata costs ~10 ms of every start."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import version
+
+        try:
+            found = version("kleene")
+        except Exception:  # noqa: BLE001 - not installed as a distribution: still report something
+            found = "unknown"
+        parser.exit(message=f"{parser.prog} {found}\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,6 +15,7 @@ from typing import IO, Any
 import pyarrow as pa
 
 import kleene
+from kleene.api import compile_parsed
 from kleene.cli.common import (
     EXIT_OK,
     UsageError,
@@ -32,6 +33,7 @@ from kleene.io.merge import merge_streams
 from kleene.io.readers import count_rows, read_batches
 from kleene.io.writers import output_format
 from kleene.language.parser import parse
+from kleene.options import InputOptions
 
 
 def add_run_parser(commands: Any) -> argparse.ArgumentParser:
@@ -145,17 +147,19 @@ def compile_queries(
         text = load_query(arg)
         base = Path(arg).stem if is_query_file(arg) else None
         texts.append((base, text))
-    options: dict[str, Any] = {
-        "type_column": args.type_column,
-        "time_column": args.time_column,
-        "time_unit": args.time_unit,
-        "on_bad_row": policy,
-        "max_delay": args.max_delay,
-        "stream_column": stream_column,
-    }
-    if len(texts) == 1 and len(parse(texts[0][1]).queries) == 1:
-        return kleene.compile(texts[0][1], **options)
-    return kleene.compile_many(texts, **options)
+    options = InputOptions(
+        type_column=args.type_column,
+        time_column=args.time_column,
+        time_unit=args.time_unit,
+        on_bad_row=policy,
+        max_delay=args.max_delay,
+        stream_column=stream_column,
+    )
+    if len(texts) == 1:
+        program = parse(texts[0][1])  # parsed once: lark's parse is a part of every start
+        if len(program.queries) == 1:
+            return compile_parsed(program, 0, texts[0][1], None, options)
+    return kleene.compile_many(texts, options=options)
 
 
 def _stream_column(args: argparse.Namespace, inputs: list[tuple[str | None, str]]) -> str | None:

@@ -23,7 +23,6 @@ import hashlib
 import math
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from importlib import resources
@@ -113,6 +112,8 @@ def _lark() -> Lark:
     parser = Lark(grammar, **_LARK_OPTIONS)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        import tempfile  # only when the cache is written, not on every start
+
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".ceql-parser-")
         try:
             with os.fdopen(fd, "wb") as f:

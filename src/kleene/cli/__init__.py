@@ -77,7 +77,8 @@ class _Version(argparse.Action):
             found = version("kleene")
         except Exception:  # noqa: BLE001 - not installed as a distribution: still report something
             found = "unknown"
-        parser.exit(message=f"{parser.prog} {found}\n")
+        print(f"{parser.prog} {found}")  # to stdout, as argparse's own version action
+        parser.exit()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,16 +13,15 @@ feeding events (run, matches, push, ...) come from
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Unpack
 
 from kleene.evaluable import Evaluable
-from kleene.io.badrows import BadRowPolicy
 from kleene.language import ast
 from kleene.language.checks import check
 from kleene.language.errors import QueryError
 from kleene.language.parser import parse
 from kleene.language.schema import Schema
-from kleene.options import InputOptions
+from kleene.options import InputOptions, OptionKeywords
 from kleene.planning import Plan, plan_query
 from kleene.session import Session
 
@@ -32,23 +31,19 @@ def compile(  # noqa: A001 - the natural name, as re.compile
     schema: Schema | None = None,
     *,
     options: InputOptions | None = None,
-    type_column: str | None = None,
-    time_column: str | None = None,
-    time_unit: str | None = None,
-    on_bad_row: str | BadRowPolicy | None = None,
-    max_delay: str | None = None,
-    stream_column: str | None = None,
+    **keywords: Unpack[OptionKeywords],
 ) -> Query:
     """Parse, check and compile a CEQL query.
 
     ``schema`` declares event types and attributes; ``CREATE STREAM``
     declarations in the query text do the same.  Without either, attributes
     are checked against the input's columns when the first batch arrives.
-    The keyword options describe the input; they may also come as one
-    :class:`~kleene.options.InputOptions` (``options``), which single keywords
-    override.  Defaults: ``type_column="type"``, ``time_unit="s"``,
-    ``on_bad_row="error"``, no time, stream or delay.  ``time_column`` (with ``time_unit`` for numeric columns) gives event times
-    for ``WITHIN <duration>`` windows.  ``max_delay`` (e.g. ``"2 seconds"``)
+    The keyword options (:class:`~kleene.options.OptionKeywords`) describe
+    the input; they may also come as one :class:`~kleene.options.InputOptions`
+    (``options``), which single keywords override.  Defaults:
+    ``type_column="type"``, ``time_unit="s"``, ``on_bad_row="error"``, no
+    time, stream or delay.  ``time_column`` (with ``time_unit`` for numeric
+    columns) gives event times for ``WITHIN <duration>`` windows.  ``max_delay`` (e.g. ``"2 seconds"``)
     accepts input that is out of time order by at most that much: events
     are buffered and released in time order (:mod:`kleene.io.reorder`).
     ``stream_column`` names the column that says which stream each event
@@ -57,15 +52,7 @@ def compile(  # noqa: A001 - the natural name, as re.compile
     docs/semantics.md, "Several streams").  A text with several queries is
     compiled with :func:`kleene.compile_many`.
     """
-    options = InputOptions.given(
-        options,
-        type_column=type_column,
-        time_column=time_column,
-        time_unit=time_unit,
-        on_bad_row=on_bad_row,
-        max_delay=max_delay,
-        stream_column=stream_column,
-    )
+    options = InputOptions.given(options, **keywords)
     program = parse(query)
     if len(program.queries) > 1:
         second = program.queries[1].span

@@ -10,11 +10,22 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from kleene.io.badrows import BadRowPolicy
 from kleene.language.errors import KleeneError
 from kleene.language.parser import parse_duration
+
+
+class OptionKeywords(TypedDict, total=False):
+    """The fields of :class:`InputOptions` as keyword arguments (``compile(q, time_column="t")``)."""
+
+    type_column: str
+    time_column: str | None
+    time_unit: str
+    on_bad_row: str | BadRowPolicy
+    max_delay: str | None
+    stream_column: str | None
 
 
 @dataclass(frozen=True)
@@ -44,11 +55,10 @@ class InputOptions:
 
     @classmethod
     def given(cls, base: InputOptions | None = None, **options: Any) -> InputOptions:
-        """``base`` (default: the defaults) with the options that are not None replacing its own.
+        """``base`` (default: the defaults) with the options given (and not None) replacing its own.
 
-        The keyword options of ``compile``, ``compile_many`` and the Spark
-        entry points default to None, so a whole ``options=`` value and single
-        keywords combine: ``compile(q, options=opts, time_unit="ms")``.
+        So a whole ``options=`` value and single keywords combine:
+        ``compile(q, options=opts, time_unit="ms")``.
         """
         changes = {k: v for k, v in options.items() if v is not None}
         return dataclasses.replace(base or cls(), **changes)

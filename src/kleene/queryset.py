@@ -33,24 +33,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import pyarrow as pa
 
 from kleene.api import Query, compile_parsed
 from kleene.evaluable import Evaluable
-from kleene.io.badrows import BadRowPolicy
 from kleene.io.reorder import ReorderBuffer
 from kleene.language.errors import KleeneError, QueryError
 from kleene.language.parser import name_span, parse
 from kleene.language.schema import Schema
-from kleene.options import InputOptions
+from kleene.options import InputOptions, OptionKeywords
 from kleene.planning import Plan
 from kleene.predicates.conform import Requirement, conform
 from kleene.predicates.shared import SharedPredicates
 from kleene.results import MatchBatch
-from kleene.session import OrderedFeed, Session, number_rows
+from kleene.session import OrderedFeed, Session
 
 
 @dataclass(frozen=True)
@@ -67,12 +66,7 @@ def compile_many(
     schema: Schema | None = None,
     *,
     options: InputOptions | None = None,
-    type_column: str | None = None,
-    time_column: str | None = None,
-    time_unit: str | None = None,
-    on_bad_row: str | BadRowPolicy | None = None,
-    max_delay: str | None = None,
-    stream_column: str | None = None,
+    **keywords: Unpack[OptionKeywords],
 ) -> QuerySet:
     """Compile several CEQL queries to run together over one stream.
 
@@ -88,15 +82,7 @@ def compile_many(
         texts = [(str(k), v) for k, v in queries.items()]
     else:
         texts = [(None, t) if isinstance(t, str) else t for t in queries]
-    options = InputOptions.given(
-        options,
-        type_column=type_column,
-        time_column=time_column,
-        time_unit=time_unit,
-        on_bad_row=on_bad_row,
-        max_delay=max_delay,
-        stream_column=stream_column,
-    )
+    options = InputOptions.given(options, **keywords)
     compiled: list[Query] = []
     names: list[str] = []
     spans: dict[str, None] = {}
@@ -205,23 +191,17 @@ class QuerySetSession(OrderedFeed):
         """Late and unreadable rows of the shared buffer go to the shared policy once."""
         self.sessions[0].set_aside(batch, row, pos, column, reason)
 
-    def _evaluate(
+    def _rows(
         self,
         batch: pa.RecordBatch,
+        positions: np.ndarray,
+        named: np.ndarray,
         *,
         with_events: bool,
-        positions: np.ndarray | None,
-        report: np.ndarray | None = None,
-        columnar: bool = False,
+        columnar: bool,
     ) -> list[Any]:
         qs = self.qs
         type_column = qs.options.type_column
-        n = batch.num_rows
-        positions = number_rows(self.next_row, n, positions)
-        if n == 0:
-            return []
-        self.next_row = int(positions[-1]) + 1
-        named = positions if report is None else np.asarray(report, dtype=np.int64)
         results: list[list[Any]] = [[] for _ in self.sessions]
         types: list[Any] | None = None
         for group in qs.groups:

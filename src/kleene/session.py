@@ -57,6 +57,8 @@ class OrderedFeed:
 
     reorder: ReorderBuffer | None
     policy: BadRowPolicy
+    next_row: int
+    """The position the next row gets when rows are numbered by arrival."""
 
     def feed(
         self, batch: pa.RecordBatch, *, with_events: bool = True, positions: np.ndarray | None = None
@@ -136,6 +138,29 @@ class OrderedFeed:
         report: np.ndarray | None = None,
         columnar: bool = False,
     ) -> list[Any]:
+        """Number the rows (they are in stream order now) and evaluate them.
+
+        ``report`` gives the row numbers that bad-row messages name (the
+        input row numbers when rows were reordered); by default, positions.
+        """
+        n = batch.num_rows
+        positions = number_rows(self.next_row, n, positions)
+        if n == 0:
+            return []
+        self.next_row = int(positions[-1]) + 1
+        named = positions if report is None else np.asarray(report, dtype=np.int64)
+        return self._rows(batch, positions, named, with_events=with_events, columnar=columnar)
+
+    def _rows(
+        self,
+        batch: pa.RecordBatch,
+        positions: np.ndarray,
+        named: np.ndarray,
+        *,
+        with_events: bool,
+        columnar: bool,
+    ) -> list[Any]:
+        """Evaluate numbered rows in stream order (``named``: the numbers messages use)."""
         raise NotImplementedError
 
     def set_aside(
@@ -172,27 +197,17 @@ class Session(OrderedFeed):
         self.name: str | None = None
         """The query's name when it runs with others (it tags each complex event)."""
 
-    def _evaluate(
+    def _rows(
         self,
         batch: pa.RecordBatch,
+        positions: np.ndarray,
+        named: np.ndarray,
         *,
         with_events: bool,
-        positions: np.ndarray | None,
-        report: np.ndarray | None = None,
-        columnar: bool = False,
+        columnar: bool,
     ) -> list[Any]:
-        """The pipeline for rows in stream order: streams, conform, predicates, engine.
-
-        ``report`` gives the row numbers that bad-row messages name (the
-        input row numbers when rows were reordered); by default, positions.
-        """
+        """The pipeline for rows in stream order: streams, conform, predicates, engine."""
         q = self.plan
-        n = batch.num_rows
-        positions = number_rows(self.next_row, n, positions)
-        if n == 0:
-            return []
-        self.next_row = int(positions[-1]) + 1
-        named = positions if report is None else np.asarray(report, dtype=np.int64)
         self.check_schema(batch)
         mine = self.stream_rows(batch, named)
         if mine is not None:

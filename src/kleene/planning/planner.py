@@ -184,17 +184,10 @@ def _requirements(
     kinds = infer_kinds(every, sorted(names))
     req: dict[str, set[str]] = {}
 
-    def conditions(cond: ast.FilterExpr) -> Iterator[ast.FilterAtom]:
-        if isinstance(cond, ast.FilterAtom):
-            yield cond
-        else:
-            yield from conditions(cond.left)
-            yield from conditions(cond.right)
-
     def walk(p: ast.Pattern) -> None:
         if isinstance(p, ast.Filter):
             scope = variable_event_types(p.pattern)
-            for atom in conditions(p.condition):
+            for atom in filter_atoms(p.condition):
                 for attr in _attributes(atom.pred):
                     req.setdefault(attr, set()).update(scope.get(atom.var, ()))
                 for ref in var_attrs(atom.pred):  # a.attr reads a's events

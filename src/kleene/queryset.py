@@ -192,13 +192,8 @@ class QuerySetSession(OrderedFeed):
         self.sessions[0].set_aside(batch, row, pos, column, reason)
 
     def _rows(
-        self,
-        batch: pa.RecordBatch,
-        positions: np.ndarray,
-        named: np.ndarray,
-        *,
-        with_events: bool,
-        columnar: bool,
+        self, batch: pa.RecordBatch, positions: np.ndarray, named: np.ndarray, *,
+        with_events: bool, columnar: bool,
     ) -> list[Any]:
         qs = self.qs
         type_column = qs.options.type_column

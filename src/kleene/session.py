@@ -152,13 +152,8 @@ class OrderedFeed:
         return self._rows(batch, positions, named, with_events=with_events, columnar=columnar)
 
     def _rows(
-        self,
-        batch: pa.RecordBatch,
-        positions: np.ndarray,
-        named: np.ndarray,
-        *,
-        with_events: bool,
-        columnar: bool,
+        self, batch: pa.RecordBatch, positions: np.ndarray, named: np.ndarray, *,
+        with_events: bool, columnar: bool,
     ) -> list[Any]:
         """Evaluate numbered rows in stream order (``named``: the numbers messages use)."""
         raise NotImplementedError
@@ -198,13 +193,8 @@ class Session(OrderedFeed):
         """The query's name when it runs with others (it tags each complex event)."""
 
     def _rows(
-        self,
-        batch: pa.RecordBatch,
-        positions: np.ndarray,
-        named: np.ndarray,
-        *,
-        with_events: bool,
-        columnar: bool,
+        self, batch: pa.RecordBatch, positions: np.ndarray, named: np.ndarray, *,
+        with_events: bool, columnar: bool,
     ) -> list[Any]:
         """The pipeline for rows in stream order: streams, conform, predicates, engine."""
         q = self.plan

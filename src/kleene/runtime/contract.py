@@ -35,13 +35,8 @@ class BatchEngine(Protocol):
     """How many events were visited (the others could change no run): work, not time."""
 
     def run_batch(
-        self,
-        batch: pa.RecordBatch,
-        bits: np.ndarray,
-        positions: np.ndarray,
-        times: np.ndarray | None,
-        key_columns: Sequence[Sequence[Hashable]] | None,
-        out: FoundSink,
+        self, batch: pa.RecordBatch, bits: np.ndarray, positions: np.ndarray,
+        times: np.ndarray | None, key_columns: Sequence[Sequence[Hashable]] | None, out: FoundSink,
     ) -> None:
         """Process one batch (rows in stream order), appending its complex events to ``out``.
 

@@ -36,6 +36,9 @@ from kleene.runtime.store import Stored
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 
+FEW_ROWS = 16
+"""Events under 1/16 of the stored rows are rendered alone (see :meth:`EventRows.rendered`)."""
+
 
 class Match(NamedTuple):
     """A complex event without its events' data: what the engine produces."""
@@ -122,6 +125,10 @@ class EventRows:
         ]
         return pa.RecordBatch.from_arrays(arrays, names=list(self.columns))
 
+    def __len__(self) -> int:
+        """How many input rows are stored (the rows :meth:`rows` indexes)."""
+        return len(self._positions)
+
     def table(self) -> pa.Table:
         """The stored events (projected), one table, in position order."""
         if self._table is None:
@@ -139,6 +146,26 @@ class EventRows:
     def take(self, positions: np.ndarray) -> pa.Table:
         """The events at ``positions`` (one row each, repeats allowed)."""
         return self.table().take(self.rows(positions))
+
+    def rendered(
+        self,
+        key: Hashable,
+        make: Callable[[pa.RecordBatch], tuple[pa.Array, ...]],
+        positions: np.ndarray,
+    ) -> tuple[tuple[pa.Array, ...], np.ndarray]:
+        """``make`` applied to the rows the events at ``positions`` need, and each event's row there.
+
+        Few events among many stored rows (a selective query: tens of complex
+        events in batches of 65,536 rows) render just their rows, uncached;
+        otherwise every stored row is rendered once (:meth:`derived`) and
+        reused, since events recur across complex events and output batches.
+        """
+        rows = self.rows(positions)
+        if 0 < len(rows) and len(rows) * FEW_ROWS < len(self):
+            needed, index = np.unique(rows, return_inverse=True)
+            picked = self.table().take(needed).combine_chunks()
+            return make(picked.to_batches()[0]), index.reshape(-1)
+        return self.derived(key, make), rows
 
     def derived(
         self, key: Hashable, make: Callable[[pa.RecordBatch], tuple[pa.Array, ...]]

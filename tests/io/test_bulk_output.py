@@ -189,6 +189,32 @@ def test_out_of_order_input_on_the_bulk_path() -> None:
     assert len(list(q.matches(table))) > 0
 
 
+def test_few_events_among_many_rows_render_only_their_rows() -> None:
+    """A selective query over large batches: the lines render just the events' rows (not every
+    stored row, see EventRows.rendered), byte for byte what the readable path writes, with
+    SELECT's projection and PARTITION BY too."""
+    from kleene import results
+
+    n = 4000
+    rows = [
+        {"type": "SELL" if i % 2 else "BUY", "name": f"n{i % 7}", "price": float(i % 1000), "t": i}
+        for i in range(n)
+    ]
+    table = pa.Table.from_pylist(rows)
+    for text in (
+        "SELECT * FROM S WHERE SELL as a ; BUY as b FILTER a[price > 996] AND b[price < 2] WITHIN 4 EVENTS",
+        "SELECT a[name] FROM S WHERE SELL as a ; BUY as b FILTER a[price > 996] WITHIN 3 EVENTS",
+        "SELECT * FROM S WHERE SELL as a ; SELL as b FILTER a[price > 990] PARTITION BY [name] WITHIN 20 EVENTS",
+    ):
+        q = kleene.compile(text)
+        batches = table.to_batches(max_chunksize=1000)
+        found = list(q.match_batches(batches, events=True))
+        assert found and all(
+            len(b.positions) * results.FEW_ROWS < len(b.events) for b in found  # type: ignore[arg-type]
+        ), "the case must take the few-rows path"
+        assert jsonl_of_batches(q, batches) == jsonl_of_objects(q, table)
+
+
 def test_values_render_as_dumps_does() -> None:
     """Every column type renders as json.dumps (via kleene.io.writers.dumps) renders it."""
     table = pa.table(

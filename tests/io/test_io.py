@@ -159,6 +159,20 @@ class TestMixedTypes:
         assert t.schema.field("v").type == pa.string()
         assert t.num_rows == 30_001
 
+    def test_csv_read_whole_or_streamed_gives_the_same_table(self, tmp_path: Path) -> None:
+        """A small plain file is read whole (blocks parsed in parallel); the same file gzipped is
+        streamed block by block: same types (widened alike), same rows, same batch sizes."""
+        lines = [f"{i},{i},name{i % 5}" for i in range(30_000)] + ["30000,1.5,x", "30001,n/a,"]
+        plain = write_csv(tmp_path / "w.csv", "i,v,s", lines)
+        packed = tmp_path / "w.csv.gz"
+        packed.write_bytes(gzip.compress(plain.read_bytes()))
+        whole = list(read_batches(plain, batch_size=7000))
+        streamed = list(read_batches(packed, batch_size=7000))
+        assert [b.num_rows for b in whole] == [7000] * 4 + [2002]
+        assert pa.Table.from_batches(whole).equals(pa.Table.from_batches(streamed).cast(whole[0].schema))
+        assert pa.Table.from_batches(streamed).schema == whole[0].schema
+        assert whole[0].schema.field("v").type == pa.string()
+
     def test_csv_nulls_and_nan(self, tmp_path: Path) -> None:
         t = table_of(write_csv(tmp_path / "n.csv", "name,price", ["MSFT,1.5", ",NaN", "NA,"]))
         assert t.column("name").to_pylist() == ["MSFT", None, "NA"]  # "NA" may be a real name

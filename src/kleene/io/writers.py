@@ -414,8 +414,8 @@ def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
         tails = tails.take(pa.array(tail_of))
     # Each stored input row rendered once (kept with its stored batch), as is
     # and after ", " (the events after the first of a line).
-    rendered, separated = events.derived(
-        ("json", ensure_ascii), lambda b: _rendered_rows(b, ensure_ascii)
+    (rendered, separated), rows = events.rendered(
+        ("json", ensure_ascii), lambda b: _rendered_rows(b, ensure_ascii), batch.positions
     )
     m = len(rendered)
     source = pa.concat_arrays(
@@ -429,7 +429,6 @@ def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
     index[starts] = np.arange(n, dtype=np.int64)
     ends = starts + lengths + 1
     index[ends] = n + (np.arange(n, dtype=np.int64) if len(tails) == n else 0)
-    rows = events.rows(batch.positions)
     slots = np.ones(total, dtype=bool)
     slots[starts] = False
     slots[ends] = False
@@ -451,7 +450,11 @@ def _compiled_lines(batch: MatchBatch, ensure_ascii: bool) -> Any:
     if events is None:
         raise ValueError("this batch has no events' data: ask for it with events=True")
     (head_texts, head_of), (tail_texts, tail_of) = _heads_and_tails(batch, ensure_ascii)
-    (rendered,) = events.derived(("json rows", ensure_ascii), lambda b: (json_rows(b, ensure_ascii=ensure_ascii),))
+    (rendered,), rows = events.rendered(
+        ("json rows", ensure_ascii),
+        lambda b: (json_rows(b, ensure_ascii=ensure_ascii),),
+        batch.positions,
+    )
     row_offsets, data = _text_buffers(rendered)
 
     def ints(a: np.ndarray) -> np.ndarray:
@@ -460,7 +463,7 @@ def _compiled_lines(batch: MatchBatch, ensure_ascii: bool) -> Any:
     assert _jsonl is not None
     return _jsonl.Lines(
         ints(batch.start), ints(batch.end), ints(batch.offsets), ints(batch.positions),
-        ints(events.rows(batch.positions)), ints(row_offsets), data,
+        ints(rows), ints(row_offsets), data,
         [t.encode() for t in head_texts], head_of,
         [t.encode() for t in tail_texts], tail_of,
     )

@@ -106,5 +106,5 @@ class Evaluable:
         """A whole source through a fresh session (see :meth:`OrderedFeed.feed_all`)."""
         session = self.session()
         self._last_session = session
-        columns = pushdown(self.columns, self.options.on_bad_row, events=events)
+        columns = pushdown(self.columns, self.options.policy_mode, events=events)
         return session.feed_all(to_batches(source, columns), with_events=events, columnar=columnar)

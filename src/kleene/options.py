@@ -75,5 +75,6 @@ class InputOptions:
 
     @property
     def policy_mode(self) -> str:
+        """``"error"``, ``"skip"`` or ``"quarantine"``."""
         spec = self.on_bad_row
         return spec.mode if isinstance(spec, BadRowPolicy) else spec

@@ -17,7 +17,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from kleene.io.badrows import BadRowPolicy
 from kleene.io.readers import read_batches
 from kleene.language.errors import KleeneError
 
@@ -25,12 +24,9 @@ DICT_BATCH = 4096
 """Events per batch when the source is an iterable of dicts."""
 
 
-def pushdown(
-    columns: tuple[str, ...], policy: str | BadRowPolicy, *, events: bool
-) -> tuple[str, ...] | None:
+def pushdown(columns: tuple[str, ...], policy_mode: str, *, events: bool) -> tuple[str, ...] | None:
     """The columns to read from a file: all (None) when the output or the quarantine needs whole rows."""
-    mode = policy.mode if isinstance(policy, BadRowPolicy) else policy
-    return None if events or mode == "quarantine" else columns
+    return None if events or policy_mode == "quarantine" else columns
 
 
 def to_batches(source: Any, columns: Iterable[str] | None = None) -> Iterator[pa.RecordBatch]:

@@ -52,7 +52,7 @@ class OrderedFeed:
     :class:`ReorderBuffer` when the query allows bounded disorder (``max_delay``).
 
     :class:`Session` (one query) and ``QuerySetSession`` (several queries over
-    one buffer) differ only in ``_evaluate`` and in who receives late rows.
+    one buffer) differ only in ``_rows`` and in who receives late rows.
     """
 
     reorder: ReorderBuffer | None

@@ -26,6 +26,10 @@ A batch's undecided tail (live events after its last final-capable event)
 is carried into the next batch (:class:`~kleene.runtime.tail.Tail`) instead of being stepped:
 no complex event ends in it, so outputs come at the same events as before.
 
+**The loop.**  :meth:`Engine.loop` is the per-event loop in Python, the readable reference;
+``kleene.runtime._loop`` is its compiled twin (:mod:`kleene.native`), which runs instead when it
+is built and takes the configuration (every one but a projector's; see its docstring).
+
 **Windows.**  ``tau = time - window`` is the earliest start a complex event
 ending now may have; enumeration prunes with it and runs older than it are
 dropped.  ``WITHIN n EVENTS`` uses positions as times.
@@ -42,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 
 from kleene.automata.determinize import LazyDFA
+from kleene.native import load
 from kleene.runtime.contract import FoundSink
 from kleene.runtime.enumeration import Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
@@ -212,20 +217,22 @@ class Engine:
         cand: np.ndarray | None,
         out: FoundSink,
     ) -> None:
-        """Algorithm 1 over the events ``cand`` of a batch (all when None), skipping inert ones."""
-        plan = Visits(self.dfa, bits if cand is None else bits[cand], self.skip_inert)
-        self.loop(plan, positions, times, key_columns, cand, out)
+        """Algorithm 1 over the events ``cand`` of a batch (all when None), skipping inert ones.
 
-    def loop(
-        self,
-        plan: Visits,
-        positions: np.ndarray,
-        times: np.ndarray | None,
-        key_columns: Sequence[Sequence[Hashable]] | None,
-        cand: np.ndarray | None,
-        out: FoundSink,
-    ) -> None:
-        """The per-event loop of :meth:`_steps`."""
+        The loop is :meth:`loop`, or its compiled twin ``kleene.runtime._loop.steps``
+        (:mod:`kleene.native`) when that is built and takes the configuration: every
+        strategy without a projector, positions as int64, times as int64 or float64 (it
+        declines the rest before doing anything, and :meth:`loop` runs).
+        """
+        plan = Visits(self.dfa, bits if cand is None else bits[cand], self.skip_inert)
+        twin = LOOP if self.projector is None else None
+        if twin is None or not twin(self, plan, positions, times, key_columns, cand, out):
+            self.loop(plan, positions, times, key_columns, cand, out)
+
+    def loop(self, plan: Visits, positions: np.ndarray, times: np.ndarray | None,
+             key_columns: Sequence[Sequence[Hashable]] | None, cand: np.ndarray | None,
+             out: FoundSink) -> None:
+        """The per-event loop of :meth:`_steps`: the readable reference of its compiled twin."""
         settings = self.settings
         window = settings.window
         limit = settings.limit if settings.limit is not None else UNLIMITED
@@ -349,13 +356,7 @@ class Engine:
                     out[mark:] = projector.apply(out[mark:], limit)
                     found = len(out) - mark
                 if found and consume != "NONE":
-                    if consume == "ANY":
-                        self.single.clear()
-                        for other in partitions.values():
-                            self._retire(other)
-                        partitions.clear()
-                    else:
-                        ev.clear()
+                    self._consume(ev)
             j += 1
             if partitioned:
                 if not ev.table:
@@ -372,6 +373,16 @@ class Engine:
                     if todo is not None:
                         k = bisect.bisect_left(todo, j)
                     provide(active, k)
+
+    def _consume(self, ev: Evaluator | NxtEvaluator | MaxEvaluator) -> None:
+        """CONSUME BY after ``ev`` output: ANY discards every partial match, PARTITION ``ev``'s."""
+        if self.settings.consume == "ANY":
+            self.single.clear()
+            for other in self.partitions.values():
+                self._retire(other)
+            self.partitions.clear()
+        else:
+            ev.clear()
 
     def _select(
         self, outputs: list[Node], tau: float, out: FoundSink, limit: int, end: int, key: Hashable
@@ -431,3 +442,9 @@ class Engine:
             self._retire(partitions.pop(key))
         self._sweep_at = self.steps + max(SWEEP_STEPS, len(partitions))
 
+
+_compiled = load("kleene.runtime._loop")
+LOOP: Callable[..., bool] | None = None if _compiled is None else _compiled.steps
+"""The compiled twin of :meth:`Engine.loop` (``kleene.runtime._loop.steps``), or None when it
+was not built or pure Python was asked for (:mod:`kleene.native`); it returns False when it
+does not take a configuration."""

@@ -7,8 +7,8 @@ LIMIT, several streams, conditions between events) and however the input is
 cut into batches.  ``JsonlWriter.write_batch`` must write, byte for byte, what
 ``JsonlWriter.write`` writes for each ``ComplexEvent``, and ``to_arrow`` must
 hold the same data as ``ComplexEvent.to_dict``.  Every test runs twice: with the compiled
-twins of the walk and of the JSON Lines layout (kleene/native.py), and with their pure-Python
-originals.
+twins of the engine's loop, of the step, of the walk and of the JSON Lines layout
+(kleene/native.py), and with their pure-Python originals.
 """
 
 from __future__ import annotations

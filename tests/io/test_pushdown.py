@@ -32,7 +32,7 @@ from kleene.io.badrows import BadRowPolicy
 from kleene.io.readers import read_batches
 from kleene.language import ast
 from kleene.language.printer import to_ceql
-from kleene.runtime.engine import DENSE_CODES, distinct
+from kleene.runtime.visits import DENSE_CODES, distinct
 
 SUPPORTED_CEL = frozenset({"not", "star", "and", "all", "unless", "STRICT", "NEXT", "LAST", "MAX"})
 

@@ -27,7 +27,7 @@ from generators import cases
 from kleene import native
 from kleene.io import writers
 from kleene.io.writers import JsonlWriter
-from kleene.runtime import enumeration, evaluator
+from kleene.runtime import engine, enumeration, evaluator
 from kleene.runtime.enumeration import Columns
 from kleene.runtime.evaluator import Evaluator
 from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION
@@ -47,6 +47,7 @@ def test_twins_are_built_where_a_compiler_is() -> None:
     assert native.compiled() == dict.fromkeys(native.TWINS, True)
     assert Columns.add_node is not enumeration.PURE_ADD_NODE
     assert Evaluator.step is not evaluator.PURE_STEP
+    assert engine.LOOP is not None
     assert writers._jsonl is not None
 
 

@@ -26,6 +26,10 @@ A batch's undecided tail (live events after its last final-capable event)
 is carried into the next batch (:class:`~kleene.runtime.tail.Tail`) instead of being stepped:
 no complex event ends in it, so outputs come at the same events as before.
 
+**The loop.**  :meth:`Engine.loop` is the per-event loop in Python, the readable reference;
+``kleene.runtime._loop`` is its compiled twin (:mod:`kleene.native`), which runs instead when it
+is built and takes the configuration (every one but a projector's; see its docstring).
+
 **Windows.**  ``tau = time - window`` is the earliest start a complex event
 ending now may have; enumeration prunes with it and runs older than it are
 dropped.  ``WITHIN n EVENTS`` uses positions as times.
@@ -42,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 
 from kleene.automata.determinize import LazyDFA
+from kleene.native import load
 from kleene.runtime.contract import FoundSink
 from kleene.runtime.enumeration import Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
@@ -52,6 +57,7 @@ from kleene.runtime.projection import Projector
 from kleene.runtime.strategies import last_match, maximal_matches
 from kleene.runtime.tail import Tail
 from kleene.runtime.tecs import Node
+from kleene.runtime.visits import Visits
 
 NO_BOUND = -(1 << 62)
 """``tau`` when the query has no window: earlier than every time."""
@@ -60,30 +66,6 @@ UNLIMITED = 1 << 62
 
 SWEEP_STEPS = 8192
 """Steps between two sweeps for expired partitions (at least)."""
-
-MAX_VISIT_LISTS = 64
-"""Distinct sets of active states per batch for which a visit list is built."""
-
-DENSE_CODES = 1 << 16
-"""Bit vectors below this are numbered by a lookup table instead of a sort."""
-
-
-def distinct(bits: np.ndarray) -> tuple[list[int], np.ndarray]:
-    """(the distinct bit vectors, ascending; each event's number among them).
-
-    ``np.unique`` sorts (O(n log n), the largest cost of a selective batch);
-    when the bit vectors are small integers, as they are for queries with
-    few atoms, a presence table gives the same numbering in O(n).
-    """
-    if len(bits) and int(bits.max()) < DENSE_CODES:
-        small = bits.astype(np.intp)
-        present = np.bincount(small)
-        uniq = np.flatnonzero(present)
-        lut = np.zeros(len(present), dtype=np.intp)
-        lut[uniq] = np.arange(len(uniq))
-        return uniq.tolist(), lut[small]
-    uniq, inverse = np.unique(bits, return_inverse=True)
-    return uniq.tolist(), inverse.reshape(-1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,8 +217,22 @@ class Engine:
         cand: np.ndarray | None,
         out: FoundSink,
     ) -> None:
-        """Algorithm 1 over the events ``cand`` of a batch (all when None), skipping inert ones."""
-        dfa = self.dfa
+        """Algorithm 1 over the events ``cand`` of a batch (all when None), skipping inert ones.
+
+        The loop is :meth:`loop`, or its compiled twin ``kleene.runtime._loop.steps``
+        (:mod:`kleene.native`) when that is built and takes the configuration: every
+        strategy without a projector, positions as int64, times as int64 or float64 (it
+        declines the rest before doing anything, and :meth:`loop` runs).
+        """
+        plan = Visits(self.dfa, bits if cand is None else bits[cand], self.skip_inert)
+        twin = LOOP if self.projector is None else None
+        if twin is None or not twin(self, plan, positions, times, key_columns, cand, out):
+            self.loop(plan, positions, times, key_columns, cand, out)
+
+    def loop(self, plan: Visits, positions: np.ndarray, times: np.ndarray | None,
+             key_columns: Sequence[Sequence[Hashable]] | None, cand: np.ndarray | None,
+             out: FoundSink) -> None:
+        """The per-event loop of :meth:`_steps`: the readable reference of its compiled twin."""
         settings = self.settings
         window = settings.window
         limit = settings.limit if settings.limit is not None else UNLIMITED
@@ -247,18 +243,14 @@ class Engine:
         )
         projector = self.projector
         time_arr = positions if times is None else times
+        values, inverse, m = plan.values, plan.inverse, plan.size
         if cand is None:
-            m = len(positions)
-            cbits = bits
             pos_arr = positions
             time_src = time_arr
         else:
-            m = len(cand)
-            cbits = bits[cand]
             pos_arr = positions[cand]
             time_src = pos_arr if times is None else time_arr[cand]
-        values, inverse = distinct(cbits)
-        # Python values per candidate (positions, times, codes, rows) are made
+        # Python values per candidate (positions, times, codes, rows, partition keys) are made
         # for the candidates about to be visited only while visits are sparse
         # (dicts), and for all of them (lists) at the first dense visit or once
         # the sparse ones pass a quarter of the batch (see provide).
@@ -266,6 +258,7 @@ class Engine:
         time_of: Any = pos_list if times is None else {}
         codes: Any = {}
         idx: Any = None if cand is None else {}
+        keys: list[tuple[Hashable, ...]] | None = None  # by row, once dense
         is_dense = False
         converted = 0
 
@@ -276,10 +269,10 @@ class Engine:
             Sparse conversions stop at a quarter of the batch: then everything is
             converted, so a batch never costs more than 1.25 times one conversion.
             """
-            nonlocal pos_list, time_of, codes, idx, is_dense, converted
+            nonlocal pos_list, time_of, codes, idx, keys, is_dense, converted
             if is_dense:
                 return
-            at = visit_arrays.get(active)
+            at = plan.arrays.get(active)
             if at is not None:
                 at = at[k:]
                 converted += len(at)
@@ -289,6 +282,8 @@ class Engine:
                 time_of = pos_list if times is None else time_src.tolist()
                 codes = inverse.tolist()
                 idx = None if cand is None else cand.tolist()
+                if key_columns is not None:
+                    keys = list(zip(*key_columns))
                 return
             ahead = at.tolist()
             pos_list.update(zip(ahead, pos_arr[at].tolist()))
@@ -298,47 +293,14 @@ class Engine:
             if cand is not None:
                 idx.update(zip(ahead, cand[at].tolist()))
 
-        skip_tables: dict[frozenset[int], list[bool]] = {}
-        visit_lists: dict[frozenset[int], list[int] | None] = {}
-        visit_arrays: dict[frozenset[int], np.ndarray] = {}  # the same as numpy, when sparse
-
-        def skip_table(active: frozenset[int]) -> list[bool]:
-            table = skip_tables.get(active)
-            if table is None:
-                states = (0, *active)
-                table = [
-                    self.skip_inert and all(dfa.inert(s, v) for s in states) for v in values
-                ]
-                skip_tables[active] = table
-            return table
-
-        def visits(active: frozenset[int]) -> list[int] | None:
-            """Candidate numbers of the events not inert for ``active`` (None: most of them).
-
-            One vectorized pass over the batch per distinct set of active
-            states; when most events matter, checking each one is cheaper than
-            jumping.
-            """
-            if active in visit_lists:
-                return visit_lists[active]
-            if not self.skip_inert:
-                return None
-            relevant = ~np.array(skip_table(active), dtype=bool)
-            found: list[int] | None = None
-            if len(visit_lists) < MAX_VISIT_LISTS:
-                index = np.flatnonzero(relevant[inverse])
-                if len(index) * 2 < m:
-                    found = index.tolist()
-                    visit_arrays[active] = index
-            visit_lists[active] = found
-            return found
-
+        skip_tables = plan.tables
         partitions = self.partitions
         partitioned = key_columns is not None
+        nulls = partitioned and any(None in col for col in key_columns)  # type: ignore[union-attr]
         ev = self.single
         active = self._active()
-        todo = visits(active)
-        skip = skip_table(active)
+        todo = plan.visits(active)
+        skip = plan.skip_table(active)
         provide(active, 0)
         k = 0
         j = 0
@@ -354,14 +316,17 @@ class Engine:
                 continue
             if partitioned:
                 i = j if idx is None else idx[j]
-                key = tuple(col[i] for col in key_columns)  # type: ignore[union-attr]
-                if None in key:
+                key = keys[i] if keys is not None else tuple(col[i] for col in key_columns)  # type: ignore[union-attr]
+                if nulls and None in key:
                     j += 1
                     continue
                 ev = partitions.get(key)  # type: ignore[assignment]
                 if ev is None:
                     ev = partitions[key] = self._new()
-                if skip_table(ev.active_key)[codes[j]]:
+                table = skip_tables.get(ev.active_key)
+                if table is None:
+                    table = plan.skip_table(ev.active_key)
+                if table[codes[j]]:
                     j += 1
                     continue
             pos = pos_list[j]
@@ -372,7 +337,7 @@ class Engine:
             self.steps += 1
             outputs = ev.step(pos, time, values[codes[j]], tau)
             if outputs:
-                mark = len(out)
+                mark = len(out) if projector is not None else 0
                 if nxt:
                     out.extend((start, pos, found_positions, key) for start, found_positions in outputs)
                     found = len(outputs)
@@ -391,13 +356,7 @@ class Engine:
                     out[mark:] = projector.apply(out[mark:], limit)
                     found = len(out) - mark
                 if found and consume != "NONE":
-                    if consume == "ANY":
-                        self.single.clear()
-                        for other in partitions.values():
-                            self._retire(other)
-                        partitions.clear()
-                    else:
-                        ev.clear()
+                    self._consume(ev)
             j += 1
             if partitioned:
                 if not ev.table:
@@ -409,11 +368,21 @@ class Engine:
                 now = self._active()
                 if now != active:
                     active = now
-                    skip = skip_table(active)
-                    todo = visits(active)
+                    skip = plan.skip_table(active)
+                    todo = plan.visits(active)
                     if todo is not None:
                         k = bisect.bisect_left(todo, j)
                     provide(active, k)
+
+    def _consume(self, ev: Evaluator | NxtEvaluator | MaxEvaluator) -> None:
+        """CONSUME BY after ``ev`` output: ANY discards every partial match, PARTITION ``ev``'s."""
+        if self.settings.consume == "ANY":
+            self.single.clear()
+            for other in self.partitions.values():
+                self._retire(other)
+            self.partitions.clear()
+        else:
+            ev.clear()
 
     def _select(
         self, outputs: list[Node], tau: float, out: FoundSink, limit: int, end: int, key: Hashable
@@ -472,3 +441,10 @@ class Engine:
         for key in [k for k, e in partitions.items() if e.expired(tau)]:
             self._retire(partitions.pop(key))
         self._sweep_at = self.steps + max(SWEEP_STEPS, len(partitions))
+
+
+_compiled = load("kleene.runtime._loop")
+LOOP: Callable[..., bool] | None = None if _compiled is None else _compiled.steps
+"""The compiled twin of :meth:`Engine.loop` (``kleene.runtime._loop.steps``), or None when it
+was not built or pure Python was asked for (:mod:`kleene.native`); it returns False when it
+does not take a configuration."""

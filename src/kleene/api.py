@@ -102,22 +102,6 @@ class Query(Evaluable):
         return self.plan.partition_by
 
     @property
-    def type_column(self) -> str:
-        return self.options.type_column
-
-    @property
-    def time_column(self) -> str | None:
-        return self.options.time_column
-
-    @property
-    def time_unit(self) -> str:
-        return self.options.time_unit
-
-    @property
-    def stream_column(self) -> str | None:
-        return self.options.stream_column
-
-    @property
     def engine(self) -> str:
         """``"tecs"`` (CORE's algorithm) or ``"registers"`` (SRT runs)."""
         return self.plan.engine

@@ -82,7 +82,7 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
             rows = result.orderBy("end", "start", "positions").toLocalIterator()
             attrs = query.plan.attrs
             for row in rows:
-                writer.write(_spark_event(row.asDict(recursive=True), query.type_column, attrs))
+                writer.write(_spark_event(row.asDict(recursive=True), query.options.type_column, attrs))
             output.commit()
         except BaseException as exc:
             output.abort()

@@ -529,8 +529,8 @@ def _window_key(query: Query, time_type: T.DataType | None) -> Column | None:
     if isinstance(window, ast.AttrWindow):
         return F.col(window.attr).cast("double")
     if isinstance(window, ast.DurationWindow):
-        assert query.time_column is not None
-        col = F.col(query.time_column)
+        assert query.options.time_column is not None
+        col = F.col(query.options.time_column)
         if isinstance(time_type, (T.TimestampType, T.TimestampNTZType)):
             return F.unix_micros(col.cast("timestamp")).cast("double")
         if isinstance(time_type, T.DateType):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from kleene.io.badrows import BadRowPolicy
+from kleene.io.reorder import ReorderBuffer
 from kleene.language.errors import KleeneError
 from kleene.language.parser import parse_duration
 
@@ -67,6 +68,13 @@ class InputOptions:
     def delay_nanos(self) -> int | None:
         """``max_delay`` in nanoseconds (None: input must be in time order)."""
         return None if self.max_delay is None else parse_duration(self.max_delay)
+
+    def reorder_buffer(self) -> ReorderBuffer | None:
+        """A fresh buffer for bounded disorder, or None when input must come in time order."""
+        delay = self.delay_nanos
+        if delay is None:
+            return None
+        return ReorderBuffer(self.time_column or "", self.time_unit, delay, self.max_delay)
 
     def policy(self) -> BadRowPolicy:
         """The bad-row policy a new run reports to: the one given, or a fresh one of that mode."""

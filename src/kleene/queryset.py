@@ -40,7 +40,6 @@ import pyarrow as pa
 
 from kleene.api import Query, compile_parsed
 from kleene.evaluable import Evaluable
-from kleene.io.reorder import ReorderBuffer
 from kleene.language.errors import KleeneError, QueryError
 from kleene.language.parser import name_span, parse
 from kleene.language.schema import Schema
@@ -178,12 +177,7 @@ class QuerySetSession(OrderedFeed):
             s.reported = reported
             self.sessions.append(s)
         self.next_row = 0
-        delay = options.delay_nanos
-        self.reorder = (
-            None
-            if delay is None
-            else ReorderBuffer(options.time_column or "", options.time_unit, delay)
-        )
+        self.reorder = options.reorder_buffer()
 
     def set_aside(
         self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str

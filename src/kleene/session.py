@@ -181,12 +181,7 @@ class Session(OrderedFeed):
         self.last_time: float | None = None
         self.store = EventStore()
         self.checked = plan.schema is not None
-        delay = options.delay_nanos
-        self.reorder = (
-            None
-            if delay is None
-            else ReorderBuffer(options.time_column or "", options.time_unit, delay)
-        )
+        self.reorder = options.reorder_buffer()
         self.reported: set[int] | None = None
         """Input rows already handed to the policy, when several queries share it."""
         self.name: str | None = None

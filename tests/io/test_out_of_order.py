@@ -48,6 +48,7 @@ def test_late_event_is_an_error_naming_its_input_row() -> None:
     with pytest.raises(kleene.DataError) as err:
         list(kleene.compile(QUERY, time_column="t", max_delay="3 seconds").run(late))
     assert err.value.row == 5 and err.value.column == "t" and "late event" in str(err.value)
+    assert "more than 3 seconds (max_delay)" in str(err.value)  # the user's words, not nanoseconds
 
 
 def test_late_event_skipped_or_quarantined_and_counted(tmp_path: Path) -> None:

@@ -36,10 +36,14 @@ class ReorderBuffer:
     query (:class:`Session`) or several queries evaluated together.
     """
 
-    def __init__(self, time_column: str, time_unit: str, max_delay: int) -> None:
+    def __init__(
+        self, time_column: str, time_unit: str, max_delay: int, said: str | None = None
+    ) -> None:
         self.time_column = time_column
         self.time_unit = time_unit
         self.max_delay = max_delay
+        self.said = said or f"{max_delay} nanoseconds"
+        """``max_delay`` as the user wrote it, for messages (``"2 seconds"``, not nanoseconds)."""
         self.next_input = 0
         self.pending: pa.Table | None = None
         self.latest_seen: int | None = None
@@ -73,7 +77,7 @@ class ReorderBuffer:
             for i in np.flatnonzero(late).tolist():
                 set_aside(
                     batch, i, int(rows[i]), column,
-                    f"late event: more than {self.max_delay} ns behind the latest time",
+                    f"late event: more than {self.said} (max_delay) behind the latest time",
                 )
             keep &= ~late
             table = pa.Table.from_batches([batch]).filter(pa.array(keep))

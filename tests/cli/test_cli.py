@@ -344,3 +344,26 @@ def test_python_dash_m_kleene(tmp_path: Path) -> None:
         timeout=60,
     )
     assert bad.returncode == 2 and "^" in bad.stderr
+
+
+def test_input_dash_reads_standard_input(tmp_path: Path) -> None:
+    """``--input -``: the events come from standard input (CSV, or --format), with the same
+    complex events as the file; the query and the events cannot both be standard input."""
+    data = write_csv(tmp_path / "e.csv", EVENTS)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+    def kleene(*args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "kleene", "run", *args], input=stdin, capture_output=True,
+            env=env, timeout=60,
+        )
+
+    proc = kleene(PAIRS, "--input", "-", stdin=data.read_bytes())
+    assert proc.returncode == 0, proc.stderr
+    assert pairs_of([json.loads(line) for line in proc.stdout.splitlines()]) == expected_pairs(EVENTS)
+    jsonl = "".join(json.dumps(e) + "\n" for e in EVENTS).encode()
+    proc = kleene(PAIRS, "--input", "-", "--format", "jsonl", stdin=jsonl)
+    assert proc.returncode == 0, proc.stderr
+    assert pairs_of([json.loads(line) for line in proc.stdout.splitlines()]) == expected_pairs(EVENTS)
+    both = kleene("-", "--input", "-", stdin=PAIRS.encode())
+    assert both.returncode == 2 and b"not both" in both.stderr

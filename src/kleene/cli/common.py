@@ -6,8 +6,9 @@ Nothing here imports Spark or pandas.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import IO
@@ -15,6 +16,7 @@ from typing import IO
 import pyarrow as pa
 
 from kleene.io.badrows import BadRowPolicy
+from kleene.io.readers import detect_format
 
 EXIT_OK, EXIT_OTHER, EXIT_QUERY, EXIT_DATA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -29,7 +31,7 @@ def load_query(arg: str, stdin: IO[str] | None = None) -> str:
     A word ending in ``.ceql`` that names no file is an error rather than
     query text: it is a typo in a path far more often than a query.
     """
-    if arg == "-":
+    if arg == STDIN:
         return (stdin or sys.stdin).read()
     if "\n" not in arg and len(arg) < 4096:
         path = Path(arg)
@@ -72,6 +74,40 @@ def parse_inputs(values: Sequence[str]) -> list[tuple[str | None, str]]:
     if len(names) != len(set(names)):
         raise UsageError("--input: a stream name is given twice")
     return out
+
+
+STDIN = "-"
+"""``--input -`` (and ``QUERY -``): standard input."""
+
+
+@contextlib.contextmanager
+def spooled_stdin(
+    inputs: list[tuple[str | None, str]], fmt: str | None, stdin: IO[bytes] | None = None
+) -> Iterator[list[tuple[str | None, str]]]:
+    """``inputs`` with ``-`` replaced by standard input copied into a temporary file.
+
+    A file because the readers need one: Parquet reads its footer first, and
+    a CSV or JSON Lines column whose type changes late is read again.  The
+    copy is as large as the input (on the temporary folder's disk, not in
+    memory) and is removed when the run ends.  Its format is ``--format``,
+    else CSV.
+    """
+    if sum(path == STDIN for _, path in inputs) > 1:
+        raise UsageError("--input -: standard input can be given once")
+    if all(path != STDIN for _, path in inputs):
+        yield inputs
+        return
+    import shutil  # only when standard input is read: every other run's start skips them
+    import tempfile
+
+    suffix = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet"}[
+        detect_format(STDIN + ".csv", fmt)
+    ]
+    with tempfile.TemporaryDirectory(prefix="kleene-stdin-") as folder:
+        target = Path(folder) / f"stdin{suffix}"
+        with target.open("wb") as out:
+            shutil.copyfileobj(stdin or sys.stdin.buffer, out, 1 << 20)
+        yield [(name, str(target) if path == STDIN else path) for name, path in inputs]
 
 
 def bad_row_policy(on_bad_row: Sequence[str] | None, quarantine: str | None) -> BadRowPolicy:

@@ -18,12 +18,14 @@ import kleene
 from kleene.api import compile_parsed
 from kleene.cli.common import (
     EXIT_OK,
+    STDIN,
     UsageError,
     bad_row_policy,
     is_query_file,
     load_query,
     parse_inputs,
     skip_pandas_probe,
+    spooled_stdin,
 )
 from kleene.cli.output import Output
 from kleene.cli.progress import Progress, is_tty
@@ -62,7 +64,8 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
         metavar="[STREAM=]FILE",
         help="events: .csv, .jsonl/.ndjson/.json or .parquet; repeat it for several inputs, "
         "merged by --time-column (ties: input order, then row order); STREAM=FILE names the "
-        "stream of every event of FILE (in the stream column)",
+        "stream of every event of FILE (in the stream column); - reads standard input "
+        "(CSV, or --format)",
     )
     run.add_argument(
         "--stream-column",
@@ -173,12 +176,14 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     if args.engine == "spark":
         return run_spark(args, stderr)
     skip_pandas_probe()
-    inputs = parse_inputs(args.input)
-    if len(inputs) > 1 and not args.time_column:
+    given = parse_inputs(args.input)
+    if len(given) > 1 and not args.time_column:
         raise UsageError("several inputs are merged by time: give --time-column")
-    stream_column = _stream_column(args, inputs)
+    if STDIN in args.query and any(path == STDIN for _, path in given):
+        raise UsageError("standard input can hold the query or the events, not both")
+    stream_column = _stream_column(args, given)
     policy = bad_row_policy(args.on_bad_row, args.quarantine)
-    with policy:
+    with policy, spooled_stdin(given, args.format) as inputs:
         query = compile_queries(args, policy, stream_column)
 
         def read(path: str) -> Iterator[pa.RecordBatch]:

@@ -50,6 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "filterwarnings", "ignore:PySpark does not yet fully support pandas:FutureWarning"
     )
+    # Generated queries name event types their random streams often lack: each such run warns
+    # (kleene.UnseenNameWarning). tests/api/test_unseen_names.py checks the warnings themselves.
+    config.addinivalue_line("filterwarnings", "ignore::kleene.UnseenNameWarning")
 
 
 @pytest.fixture(params=["compiled", "pure"])

@@ -18,7 +18,13 @@ Several queries in one pass share the predicate evaluation::
 from kleene.api import Query, compile
 from kleene.io.merge import merge_streams
 from kleene.io.sources import to_batches
-from kleene.language.errors import DataError, KleeneError, QueryError, UnsupportedError
+from kleene.language.errors import (
+    DataError,
+    KleeneError,
+    QueryError,
+    UnseenNameWarning,
+    UnsupportedError,
+)
 from kleene.options import InputOptions
 from kleene.queryset import QuerySet, compile_many
 from kleene.results import ComplexEvent, Match, MatchBatch, QueryMatch
@@ -34,6 +40,7 @@ __all__ = [
     "QueryError",
     "QueryMatch",
     "QuerySet",
+    "UnseenNameWarning",
     "UnsupportedError",
     "compile",
     "compile_many",

@@ -12,6 +12,7 @@ vectorized predicate stage and give the same complex events.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ import pyarrow as pa
 
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.sources import pushdown, to_batches
+from kleene.language.errors import UnseenNameWarning
 from kleene.options import InputOptions
 from kleene.results import ComplexEvent, Match, MatchBatch, QueryMatch
 from kleene.session import OrderedFeed
@@ -103,8 +105,17 @@ class Evaluable:
         return self._session.flush(with_events=True)
 
     def _whole(self, source: Any, *, events: bool, columnar: bool = False) -> Iterator[Any]:
-        """A whole source through a fresh session (see :meth:`OrderedFeed.feed_all`)."""
+        """A whole source through a fresh session (see :meth:`OrderedFeed.feed_all`).
+
+        At its end, each event type or stream of the query that the input never
+        held is an :class:`~kleene.UnseenNameWarning` (a typo otherwise gives
+        only silence).
+        """
         session = self.session()
         self._last_session = session
         columns = pushdown(self.columns, self.options.policy_mode, events=events)
-        return session.feed_all(to_batches(source, columns), with_events=events, columnar=columnar)
+        yield from session.feed_all(
+            to_batches(source, columns), with_events=events, columnar=columnar
+        )
+        for message in session.unseen():
+            warnings.warn(message, UnseenNameWarning, stacklevel=3)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -34,6 +35,7 @@ from kleene.io.badrows import BadRowPolicy
 from kleene.io.merge import merge_streams
 from kleene.io.readers import count_rows, read_batches
 from kleene.io.writers import output_format
+from kleene.language.errors import UnseenNameWarning
 from kleene.language.parser import parse
 from kleene.options import InputOptions
 
@@ -183,7 +185,10 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
         raise UsageError("standard input can hold the query or the events, not both")
     stream_column = _stream_column(args, given)
     policy = bad_row_policy(args.on_bad_row, args.quarantine)
-    with policy, spooled_stdin(given, args.format) as inputs:
+    with policy, spooled_stdin(given, args.format) as inputs, warnings.catch_warnings(
+        record=True
+    ) as caught:
+        warnings.simplefilter("always", UnseenNameWarning)
         query = compile_queries(args, policy, stream_column)
 
         def read(path: str) -> Iterator[pa.RecordBatch]:
@@ -224,6 +229,14 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
             raise
         if progress is not None:
             progress.close()
+    unseen = [str(w.message) for w in caught if issubclass(w.category, UnseenNameWarning)]
+    for w in caught:  # anything else is shown as Python would have shown it
+        if not issubclass(w.category, UnseenNameWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    if unseen and not output.writer.count:
+        print("kleene: no complex events", file=stderr)
+    for message in unseen:
+        print(f"kleene: {message}", file=stderr)
     if policy.count:
         print(f"kleene: {policy.summary()}", file=stderr)
     return EXIT_OK

@@ -61,3 +61,11 @@ class MissingDependencyError(KleeneError, ImportError):
     An :class:`ImportError` too, so ``except ImportError`` around an import
     of :mod:`kleene.spark` still works.
     """
+
+
+class UnseenNameWarning(UserWarning):
+    """A name the query expects (an event type, a stream) that the whole input never showed.
+
+    Without it a misspelled type (``DPE`` for ``DEP``) would give no complex
+    events and no word; the message lists the names seen and the nearest one.
+    """

@@ -1,0 +1,70 @@
+"""Names the query expects that the input never shows: otherwise a typo is only silence.
+
+A query over an inferred schema cannot know, when it is compiled, which event
+types and streams the input holds.  A session records the distinct values of
+the type and stream columns it reads (one vectorized ``unique`` per batch) and,
+at the end of a whole run, names each type or stream of the query that never
+occurred, with the names seen and the nearest one (``did you mean 'DEP'?``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+MAX_NAMES = 1000
+"""Distinct names kept per column: past that the column is no list of types (and messages
+would not list them anyway)."""
+
+
+class SeenNames:
+    """The distinct non-null values of one column over a stream (strings), until every name
+    in ``expected`` has been seen: from then on no message can come, and a batch costs nothing."""
+
+    def __init__(self, column: str | None, expected: Iterable[str]) -> None:
+        self.column = column
+        self.expected = frozenset(expected)
+        self.names: set[str] = set()
+        self.rows = 0
+        self.done = column is None or not self.expected
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.rows += batch.num_rows
+        if self.done or self.column not in batch.schema.names:
+            return
+        if len(self.names) >= MAX_NAMES:
+            return
+        values = pc.unique(batch.column(self.column)).to_pylist()  # dictionaries decoded too
+        self.names.update(str(v) for v in values if v is not None)
+        self.done = self.expected <= self.names
+
+    def missing(self, expected: Iterable[str], kind: str) -> list[str]:
+        """A message per expected name never seen (none when no row was read at all)."""
+        if self.rows == 0 or self.column is None:
+            return []
+        out = []
+        for name in sorted(set(expected) - self.names):
+            message = f"{kind} {name!r} never occurs in the input"
+            seen = sorted(self.names)
+            if seen:
+                listed = ", ".join(seen[:10]) + (", ..." if len(seen) > 10 else "")
+                message += f" (column {self.column!r} holds: {listed})"
+            else:
+                message += f" (column {self.column!r} holds no {kind}s)"
+            near = nearest(name, seen)
+            if near is not None:
+                message += f"; did you mean {near!r}?"
+            out.append(message)
+        return out
+
+
+def nearest(name: str, names: list[str]) -> str | None:
+    """The name ``name`` most likely meant: the same but for case, else the closest spelling."""
+    folded = [n for n in names if n.casefold() == name.casefold()]
+    if folded:
+        return folded[0]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return close[0] if close else None

@@ -295,8 +295,9 @@ def test_inferred_schema_with_listed_event_types() -> None:
 
 
 def test_inferred_schema_needs_the_type_column() -> None:
-    with pytest.raises(DataError, match="no event type column 'type'"):
-        Schema.from_arrow(pa.schema([("v", pa.int8())]))
+    with pytest.raises(DataError, match="no event type column 'type'") as err:
+        Schema.from_arrow(pa.schema([("kind", pa.string()), ("v", pa.int8())]))
+    assert "(its columns: kind, v)" in str(err.value) and "--type-column" in str(err.value)
 
 
 def test_declared_schema() -> None:

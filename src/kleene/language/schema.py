@@ -142,7 +142,12 @@ class Schema:
         ``event_types`` lists them.  Stream names are open.
         """
         if arrow_schema.get_field_index(type_column) < 0:
-            raise DataError(f"the input has no event type column {type_column!r}")
+            columns = ", ".join(arrow_schema.names[:12]) + (", ..." if len(arrow_schema) > 12 else "")
+            raise DataError(
+                f"the input has no event type column {type_column!r} (its columns: {columns}); "
+                "name the column that holds the event types with --type-column "
+                "(type_column= in Python)"
+            )
         shared: dict[str, AttrType] = {}
         for field in arrow_schema:
             if field.name == type_column:

@@ -48,7 +48,8 @@ from kleene.planning import Plan
 from kleene.predicates.conform import Requirement, conform
 from kleene.predicates.shared import SharedPredicates
 from kleene.results import MatchBatch
-from kleene.session import OrderedFeed, Session, unseen_names
+from kleene.seen import NameWatch
+from kleene.session import OrderedFeed, Session
 
 
 @dataclass(frozen=True)
@@ -178,13 +179,13 @@ class QuerySetSession(OrderedFeed):
             self.sessions.append(s)
         self.next_row = 0
         self.reorder = options.reorder_buffer()
-        self._watch(options, qs.plans)
+        self.seen = NameWatch(options, qs.plans)
 
     def unseen(self) -> list[str]:
         return [
             f"query {s.name}: {message}"
             for s in self.sessions
-            for message in unseen_names(s.plan, self.seen_types, self.seen_streams)
+            for message in self.seen.missing(s.plan)
         ]
 
     def set_aside(

@@ -10,10 +10,13 @@ occurred, with the names seen and the nearest one (``did you mean 'DEP'?``).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from kleene.options import InputOptions
+from kleene.planning.plan import Plan
 
 MAX_NAMES = 1000
 """Distinct names kept per column: past that the column is no list of types (and messages
@@ -42,8 +45,9 @@ class SeenNames:
         self.done = self.expected <= self.names
 
     def missing(self, expected: Iterable[str], kind: str) -> list[str]:
-        """A message per expected name never seen (none when no row was read at all)."""
-        if self.rows == 0 or self.column is None:
+        """A message per expected name never seen (none when no row was read at all, or when
+        the column held more than :data:`MAX_NAMES` names, since recording stopped there)."""
+        if self.rows == 0 or self.column is None or len(self.names) >= MAX_NAMES:
             return []
         out = []
         for name in sorted(set(expected) - self.names):
@@ -59,6 +63,31 @@ class SeenNames:
                 message += f"; did you mean {near!r}?"
             out.append(message)
         return out
+
+
+class NameWatch:
+    """The type and stream columns of one stream, watched for the names some plans expect."""
+
+    def __init__(self, options: InputOptions, plans: Sequence[Plan]) -> None:
+        named = [expected_names(plan) for plan in plans]
+        self.types = SeenNames(options.type_column, (t for types, _ in named for t in types))
+        self.streams = SeenNames(options.stream_column, (s for _, streams in named for s in streams))
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.types.add(batch)
+        self.streams.add(batch)
+
+    def missing(self, plan: Plan) -> list[str]:
+        """A message per event type or stream of ``plan`` that the stream so far never held."""
+        types, streams = expected_names(plan)
+        return self.types.missing(types, "event type") + self.streams.missing(streams, "stream")
+
+
+def expected_names(plan: Plan) -> tuple[set[str], set[str]]:
+    """The event types and streams a plan names (none over a declared schema, which checked them)."""
+    if plan.schema is not None:
+        return set(), set()
+    return set(plan.atoms.event_types), set(plan.atoms.streams) | set(plan.from_streams or ())
 
 
 def nearest(name: str, names: list[str]) -> str | None:

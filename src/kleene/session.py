@@ -27,14 +27,13 @@ from kleene.language import ast
 from kleene.language.checks import check
 from kleene.language.errors import DataError, KleeneError
 from kleene.language.schema import Schema
-from kleene.options import InputOptions
 from kleene.planning.plan import Plan
 from kleene.predicates.conform import conform
 from kleene.results import ComplexEvent, EventRows, Match, MatchBatch, QueryMatch
 from kleene.runtime.contract import BatchEngine
 from kleene.runtime.enumeration import Columns, Found
 from kleene.runtime.store import EventStore
-from kleene.seen import SeenNames
+from kleene.seen import NameWatch
 
 
 def number_rows(next_row: int, n: int, positions: np.ndarray | None) -> np.ndarray:
@@ -59,9 +58,8 @@ class OrderedFeed:
 
     reorder: ReorderBuffer | None
     policy: BadRowPolicy
-    seen_types: SeenNames
-    """The event types the stream held so far (the type column's distinct values)."""
-    seen_streams: SeenNames
+    seen: NameWatch
+    """The event types and streams the stream held so far (kleene.seen)."""
     next_row: int
     """The position the next row gets when rows are numbered by arrival."""
 
@@ -153,8 +151,7 @@ class OrderedFeed:
         if n == 0:
             return []
         self.next_row = int(positions[-1]) + 1
-        self.seen_types.add(batch)
-        self.seen_streams.add(batch)
+        self.seen.add(batch)
         named = positions if report is None else np.asarray(report, dtype=np.int64)
         return self._rows(batch, positions, named, with_events=with_events, columnar=columnar)
 
@@ -168,17 +165,6 @@ class OrderedFeed:
     def unseen(self) -> list[str]:
         """The event types and streams of the query that the stream so far never held."""
         raise NotImplementedError
-
-    def _watch(self, options: InputOptions, plans: list[Plan]) -> None:
-        """Record the type and stream columns' names, until every name the plans expect is seen."""
-        types: set[str] = set()
-        streams: set[str] = set()
-        for plan in plans:
-            expected_types, expected_streams = expected_names(plan)
-            types |= expected_types
-            streams |= expected_streams
-        self.seen_types = SeenNames(options.type_column, types)
-        self.seen_streams = SeenNames(options.stream_column, streams)
 
     def set_aside(
         self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str
@@ -204,7 +190,7 @@ class Session(OrderedFeed):
         self.store = EventStore()
         self.checked = plan.schema is not None
         self.reorder = options.reorder_buffer()
-        self._watch(options, [plan])
+        self.seen = NameWatch(options, [plan])
         self.reported: set[int] | None = None
         """Input rows already handed to the policy, when several queries share it."""
         self.name: str | None = None
@@ -229,7 +215,7 @@ class Session(OrderedFeed):
         )
 
     def unseen(self) -> list[str]:
-        return unseen_names(self.plan, self.seen_types, self.seen_streams)
+        return self.seen.missing(self.plan)
 
     def check_schema(self, batch: pa.RecordBatch) -> None:
         """Without a declared schema, check the query against the first batch's columns."""
@@ -457,22 +443,6 @@ class Session(OrderedFeed):
                 row = {k: row.get(k) for k in (type_column, *attrs)}
             events.append(row)
         return ComplexEvent(start, end, positions, tuple(events), key, self.name)  # type: ignore[arg-type]
-
-
-def unseen_names(plan: Plan, types: SeenNames, streams: SeenNames) -> list[str]:
-    """What :class:`~kleene.seen.SeenNames` says of the plan's event types and streams.
-
-    Only over an inferred schema: a declared one already made unknown names query errors.
-    """
-    expected_types, expected_streams = expected_names(plan)
-    return types.missing(expected_types, "event type") + streams.missing(expected_streams, "stream")
-
-
-def expected_names(plan: Plan) -> tuple[set[str], set[str]]:
-    """The event types and streams a plan names (none over a declared schema, which checked them)."""
-    if plan.schema is not None:
-        return set(), set()
-    return set(plan.atoms.event_types), set(plan.atoms.streams) | set(plan.from_streams or ())
 
 
 @contextlib.contextmanager

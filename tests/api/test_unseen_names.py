@@ -74,3 +74,17 @@ def test_the_cli_says_so_on_stderr(tmp_path: Path) -> None:
         "kleene: event type 'DPE' never occurs in the input (column 'type' holds: ARR, DEP); "
         "did you mean 'DEP'?",
     ]
+
+
+def test_no_message_once_the_column_held_too_many_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recording stops at MAX_NAMES names: a name first met after that is not called missing."""
+    from kleene import seen
+
+    monkeypatch.setattr(seen, "MAX_NAMES", 3)
+    rows = [{"type": t, "price": 1.0} for t in ("A", "B", "C", "D")]
+    batches = [pa.RecordBatch.from_pylist(rows[:3]), pa.RecordBatch.from_pylist(rows[3:])]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        list(kleene.compile("SELECT * FROM S WHERE D").run(batches))
+    assert [w for w in caught if issubclass(w.category, kleene.UnseenNameWarning)] == []
+    assert unseen("SELECT * FROM S WHERE E", rows=rows[:2]) != []  # under the cap it still speaks

@@ -20,6 +20,9 @@ from kleene.io.readers import detect_format
 
 EXIT_OK, EXIT_OTHER, EXIT_QUERY, EXIT_DATA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
+STDIN = "-"
+"""``--input -`` and ``QUERY -``: standard input."""
+
 
 class UsageError(Exception):
     """A problem with the command line itself (exit code 2, like argparse's own errors)."""
@@ -33,30 +36,29 @@ def load_query(arg: str, stdin: IO[str] | None = None) -> str:
     """
     if arg == STDIN:
         return (stdin or sys.stdin).read()
-    if "\n" not in arg and len(arg) < 4096:
-        path = Path(arg)
+    if is_query_file(arg):
         try:
-            is_file = path.is_file()
-        except OSError:
-            is_file = False
-        if is_file:
-            try:
-                return path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise UsageError(f"cannot read query file {arg!r}: {exc}") from exc
-        if path.suffix.lower() == ".ceql":
-            raise UsageError(f"query file {arg!r} does not exist")
+            return Path(arg).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read query file {arg!r}: {exc}") from exc
+    if _could_be_path(arg) and Path(arg).suffix.lower() == ".ceql":
+        raise UsageError(f"query file {arg!r} does not exist")
     return arg
 
 
 def is_query_file(arg: str) -> bool:
     """Whether QUERY names a file (rather than being CEQL text or ``-``)."""
-    if arg == "-" or "\n" in arg or len(arg) >= 4096:
+    if arg == STDIN or not _could_be_path(arg):
         return False
     try:
         return Path(arg).is_file()
     except OSError:
         return False
+
+
+def _could_be_path(arg: str) -> bool:
+    """Query text with a newline, or longer than any path, is never looked up as a file."""
+    return "\n" not in arg and len(arg) < 4096
 
 
 def parse_inputs(values: Sequence[str]) -> list[tuple[str | None, str]]:
@@ -74,10 +76,6 @@ def parse_inputs(values: Sequence[str]) -> list[tuple[str | None, str]]:
     if len(names) != len(set(names)):
         raise UsageError("--input: a stream name is given twice")
     return out
-
-
-STDIN = "-"
-"""``--input -`` (and ``QUERY -``): standard input."""
 
 
 @contextlib.contextmanager
@@ -100,11 +98,9 @@ def spooled_stdin(
     import shutil  # only when standard input is read: every other run's start skips them
     import tempfile
 
-    suffix = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet"}[
-        detect_format(STDIN + ".csv", fmt)
-    ]
+    fmt = "csv" if fmt is None else detect_format(STDIN, fmt)  # csv, jsonl or parquet
     with tempfile.TemporaryDirectory(prefix="kleene-stdin-") as folder:
-        target = Path(folder) / f"stdin{suffix}"
+        target = Path(folder) / f"stdin.{fmt}"
         with target.open("wb") as out:
             shutil.copyfileobj(stdin or sys.stdin.buffer, out, 1 << 20)
         yield [(name, str(target) if path == STDIN else path) for name, path in inputs]

@@ -70,3 +70,21 @@ def prepared(case: Case) -> tuple[Any, pa.Table, Any]:
     if query.select.strategy in ("NEXT", "LAST", "MAX") and query.select.items is not None:
         query = replace(query, select=replace(query.select, items=None))
     return query, pa.Table.from_pylist(rows_of(events, times)), None
+
+
+def check_push_and_batches(case: Case, cuts: list[int]) -> None:
+    """push(event) one by one, and push_batch(...) of the slices between ``cuts``, give what
+    run(table) gives."""
+    query, events, times = case
+    rows = rows_of(events, times)
+    whole = [ce.to_dict() for ce in compile_case(query).run(pa.Table.from_pylist(rows))]
+    one = compile_case(query)
+    singles = [ce.to_dict() for row in rows for ce in one.push(row)]
+    sliced = compile_case(query)
+    pieces = []
+    cut = [0, *cuts, len(rows)]
+    for lo, hi in zip(cut, cut[1:]):
+        if lo < hi:
+            pieces.extend(ce.to_dict() for ce in sliced.push_batch(pa.Table.from_pylist(rows[lo:hi])))
+    assert singles == whole
+    assert pieces == whole

@@ -10,10 +10,14 @@ so the suite explores more of the space over time.
 
 from __future__ import annotations
 
-import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 
-from against_oracle import SUPPORTED_CEL, Case, check_against_oracle, compile_case, rows_of
+from against_oracle import (
+    SUPPORTED_CEL,
+    Case,
+    check_against_oracle,
+    check_push_and_batches,
+)
 from generators import STREAM_KEY, cases
 
 
@@ -53,16 +57,4 @@ def test_engine_equals_oracle_several_streams(case: Case) -> None:
 @given(cases())
 def test_one_event_and_batch_apis_agree(case: Case) -> None:
     """push(event), push_batch(...) in uneven slices and run(table) give the same output."""
-    query, events, times = case
-    rows = rows_of(events, times)
-    whole = [ce.to_dict() for ce in compile_case(query).run(pa.Table.from_pylist(rows))]
-    one = compile_case(query)
-    singles = [ce.to_dict() for row in rows for ce in one.push(row)]
-    sliced = compile_case(query)
-    pieces = []
-    cut = [0, 1, 4, 9, 17, len(rows)]
-    for lo, hi in zip(cut, cut[1:]):
-        if lo < hi:
-            pieces.extend(ce.to_dict() for ce in sliced.push_batch(pa.Table.from_pylist(rows[lo:hi])))
-    assert singles == whole
-    assert pieces == whole
+    check_push_and_batches(case, [1, 4, 9, 17])

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
-from against_oracle import check_against_oracle, compile_case, rows_of
+from against_oracle import check_against_oracle, check_push_and_batches, compile_case
 from condition_cases import CASES, REJECTED, S2, CondCase
 from generators import condition_cases, conjunction_cases, pair_cases
 from kleene.language import ast
@@ -213,19 +213,7 @@ def test_partitions_consume_and_limit() -> None:
 @given(st.one_of(condition_cases(), conjunction_cases()))
 def test_push_and_batches_agree(case: tuple[ast.Query, list[dict], list[int]]) -> None:
     """push(event), push_batch(...) in uneven slices and run(table) give the same output."""
-    query, events, times = case
-    rows = rows_of(events, times)
-    whole = [ce.to_dict() for ce in compile_case(query).run(pa.Table.from_pylist(rows))]
-    one = compile_case(query)
-    singles = [ce.to_dict() for row in rows for ce in one.push(row)]
-    sliced = compile_case(query)
-    pieces = []
-    cut = [0, 1, 4, 9, len(rows)]
-    for lo, hi in zip(cut, cut[1:]):
-        if lo < hi:
-            pieces.extend(ce.to_dict() for ce in sliced.push_batch(pa.Table.from_pylist(rows[lo:hi])))
-    assert singles == whole
-    assert pieces == whole
+    check_push_and_batches(case, [1, 4, 9])
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

@@ -65,15 +65,25 @@ def compile(  # noqa: A001 - the natural name, as re.compile
 
 
 def compile_parsed(
-    program: ast.Program, index: int, text: str, schema: Schema | None, options: InputOptions
+    program: ast.Program,
+    index: int,
+    text: str,
+    schema: Schema | None,
+    options: InputOptions,
+    *,
+    need_time: bool = True,
 ) -> Query:
-    """Check and compile the ``index``-th query of a parsed program (its declarations apply)."""
+    """Check and compile the ``index``-th query of a parsed program (its declarations apply).
+
+    ``need_time=False``: a time window without a time column is accepted, for
+    a query that is only explained or drawn (see :func:`kleene.planning.plan_query`).
+    """
     if program.streams:
         declared = Schema.from_decls(program.streams, text)
         schema = declared if schema is None else schema
     query = program.queries[index] if program.queries else program.query
     check(query, text, schema)
-    return Query(plan_query(query, text, schema, options))
+    return Query(plan_query(query, text, schema, options, need_time=need_time))
 
 
 class Query(Evaluable):

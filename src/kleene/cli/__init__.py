@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args, stderr))
     except UsageError as exc:
-        print(f"kleene run: error: {exc}", file=stderr)
+        print(f"kleene {args.command}: error: {exc}", file=stderr)
         return EXIT_QUERY
     except QueryError as exc:
         print(f"kleene: query error: {exc}", file=stderr)

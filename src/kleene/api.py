@@ -13,6 +13,7 @@ feeding events (run, matches, push, ...) come from
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any, Unpack
 
 from kleene.evaluable import Evaluable
@@ -124,6 +125,24 @@ class Query(Evaluable):
     def explain(self) -> str:
         """Which engine evaluates this query, why, and what it compiled to."""
         return self.plan.explain()
+
+    def automaton_dot(self) -> str:
+        """The automaton the engine runs, as Graphviz DOT text labelled in the query's words.
+
+        The CEA for the tECS engine, the register automaton (with its guards)
+        for the register engine; see :mod:`kleene.pictures.automaton`.
+        """
+        from kleene.pictures.automaton import automaton_dot  # only when a picture is asked for
+
+        return automaton_dot(self.plan)
+
+    def draw(self, path: str | Path) -> Path:
+        """Draw the automaton to ``path``: ``.svg``, ``.png`` or ``.pdf`` (needs Graphviz's
+        ``dot`` program; raises :class:`~kleene.pictures.automaton.GraphvizMissingError`
+        saying how to install it) or ``.dot`` (the DOT text, needs nothing)."""
+        from kleene.pictures.automaton import automaton_dot, render
+
+        return render(automaton_dot(self.plan), path)
 
     def session(self) -> Session:
         """A fresh evaluation state, fed batch by batch with :meth:`Session.feed`."""

@@ -9,10 +9,11 @@ it accepts (``--time-column``, ``--time-unit``, ``--type-column``,
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import IO, Any
 
 from kleene.api import Query, compile_parsed
-from kleene.cli.common import EXIT_OK, load_query, skip_pandas_probe
+from kleene.cli.common import EXIT_OK, UsageError, load_query, skip_pandas_probe
 from kleene.language.parser import parse
 from kleene.options import InputOptions
 
@@ -37,6 +38,18 @@ def add_explain_parser(commands: Any) -> argparse.ArgumentParser:
     )
     explain.add_argument("--type-column", default="type", metavar="COL", help="column holding the event type (default: type)")
     explain.add_argument("--stream-column", metavar="COL", help="column naming each event's stream")
+    explain.add_argument(
+        "--dot",
+        action="store_true",
+        help="print the query's automaton as Graphviz DOT text instead of the explanation",
+    )
+    explain.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="draw the query's automaton to FILE: .svg, .png or .pdf (needs Graphviz's dot "
+        "program) or .dot (the DOT text)",
+    )
     explain.set_defaults(handler=explain_command)
     return explain
 
@@ -60,9 +73,24 @@ def explained_queries(args: argparse.Namespace) -> list[tuple[str | None, Query]
 
 
 def explain_command(args: argparse.Namespace, stderr: IO[str]) -> int:
-    """Print the engine choice and the automaton's size for QUERY; errors propagate to main."""
+    """Print the engine choice and the automaton's size for QUERY, or draw its automaton
+    (``--dot``, ``--output``); errors propagate to main."""
     skip_pandas_probe()
+    if args.output is not None:
+        from kleene.pictures.automaton import DRAWN_AS  # only when a picture is asked for
+
+        if Path(args.output).suffix.lower() not in DRAWN_AS:
+            raise UsageError(f"--output {args.output!r}: choose a file ending in {', '.join(DRAWN_AS)}")
     found = explained_queries(args)
+    if args.output is not None:
+        if len(found) > 1:
+            raise UsageError("--output draws one query's automaton: QUERY holds several")
+        path = found[0][1].draw(args.output)
+        print(f"kleene: automaton drawn to {path}", file=stderr)
+    if args.dot:
+        for _, query in found:
+            print(query.automaton_dot(), end="")
+        return EXIT_OK
     for k, (name, query) in enumerate(found):
         if len(found) > 1:
             print(("\n" if k else "") + f"query {name or k + 1}:")

@@ -13,8 +13,9 @@ feeding events (run, matches, push, ...) come from
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from kleene.evaluable import Evaluable
 from kleene.language import ast
@@ -25,6 +26,9 @@ from kleene.language.schema import Schema
 from kleene.options import InputOptions, OptionKeywords
 from kleene.planning import Plan, plan_query
 from kleene.session import Session
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def compile(  # noqa: A001 - the natural name, as re.compile
@@ -143,6 +147,36 @@ class Query(Evaluable):
         from kleene.pictures.automaton import automaton_dot, render
 
         return render(automaton_dot(self.plan), path)
+
+    def plot(
+        self,
+        events: Any,
+        *,
+        path: str | Path | None = None,
+        start: int | str | datetime | None = None,
+        stop: int | str | datetime | None = None,
+        max_events: int = 200,
+        max_matches: int = 40,
+        max_lanes: int = 12,
+    ) -> Figure:
+        """A timeline of a stretch of ``events`` and the complex events inside it (matplotlib).
+
+        ``events``: anything :meth:`run` takes.  The stretch starts at ``start``
+        and ends at ``stop`` (an int is an input position, a string or datetime a
+        time of the time column), after ``max_events`` events, or at the end of
+        the ``max_matches``-th complex event, whichever comes first.  One lane per
+        partition (at most ``max_lanes``).  Returns the Figure (shown by a
+        notebook); ``path`` also saves it (.png, .svg, .pdf).  Needs the ``plot``
+        extra; see :mod:`kleene.pictures.timeline`.
+        """
+        from kleene.pictures.stretch import collect  # only when a picture is asked for
+        from kleene.pictures.timeline import draw_timeline, figure_class
+
+        figure_class()  # no matplotlib: say so before reading any event
+        stretch = collect(
+            self, events, start=start, stop=stop, max_events=max_events, max_matches=max_matches
+        )
+        return draw_timeline(self, stretch, path=path, max_lanes=max_lanes)
 
     def session(self) -> Session:
         """A fresh evaluation state, fed batch by batch with :meth:`Session.feed`."""

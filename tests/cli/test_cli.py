@@ -175,7 +175,8 @@ class TestProgress:
         out = io.StringIO()
         p = Progress(out, total=boom, events=lambda: 0, delay=0.0, interval=0.0)
         p.advance(5)
-        assert "5 rows" in out.getvalue()
+        p.close()
+        assert "5 rows" in out.getvalue() and "%" not in out.getvalue()
 
     def test_clear_erases_the_bar(self) -> None:
         out = io.StringIO()
@@ -184,6 +185,21 @@ class TestProgress:
         p.clear()
         assert out.getvalue().endswith("\r") and "\n" not in out.getvalue()
         assert not p.shown
+
+    def test_large_counts_are_short(self) -> None:
+        out = io.StringIO()
+        p = Progress(out, total=lambda: 2_400_000, events=lambda: 85_956, delay=0.0, interval=0.0)
+        p.advance(1_200_000)
+        p.close()
+        last = out.getvalue().split("\r")[-1]
+        assert "50%|" in last and "1.20M/2.40M rows" in last and "85,956 complex events" in last
+
+    def test_two_bars_in_one_process_each_draw_one_line(self) -> None:
+        for _ in range(2):  # tqdm would stack a second bar under a first one still open
+            out = io.StringIO()
+            p = Progress(out, total=lambda: 10, events=lambda: 0, delay=0.0, interval=0.0)
+            p.advance(5)
+            assert "\n" not in out.getvalue() and "\x1b[A" not in out.getvalue()
 
     def test_tqdm_is_imported_only_when_the_bar_appears(self) -> None:
         code = (

@@ -11,19 +11,20 @@ imports it), so it costs ``kleene run`` nothing at start-up.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import pyarrow as pa
 
-KNOWN_TOTAL = (
-    "{percentage:3.0f}%|{bar}| {n:,}/{total:,} rows, {rate_fmt}{postfix}, "
-    "{elapsed} elapsed, ETA {remaining}"
-)
-"""The bar when the input's size is known (a file): rows read, rate, complex events, ETA."""
-UNKNOWN_TOTAL = "{n:,} rows, {rate_fmt}{postfix}, {elapsed} elapsed"
+KNOWN_TOTAL = "{percentage:3.0f}%|{bar}| {rows}/{total_rows} rows, {rate_fmt}{postfix}, ETA {remaining}"
+"""The bar when the input's size is known (a file): rows read, rate, complex events, ETA
+(about 70 columns besides the bar: it fits an 80-column terminal)."""
+UNKNOWN_TOTAL = "{rows} rows, {rate_fmt}{postfix}, {elapsed} elapsed"
 """The line when it is not (a compressed text file): no percentage, no ETA."""
+DEFAULT_WIDTH = 100
+"""Columns of the bar's line on a stream that does not say its width."""
 
 
 class Progress:
@@ -74,23 +75,35 @@ class Progress:
         """Create the bar now that it appears: the total is asked for once, here."""
         from tqdm import tqdm  # only for a run that lasts: see the module docstring
 
+        class Bar(tqdm):
+            """tqdm, with row counts written as people read them (``rows``, ``total_rows``)."""
+
+            @property
+            def format_dict(self) -> dict[str, Any]:
+                found: dict[str, Any] = super().format_dict
+                found["rows"] = count_text(found["n"])
+                found["total_rows"] = count_text(found["total"] or 0)
+                return found
+
         try:
             total = self._total_fn()
         except Exception:  # noqa: BLE001 - a progress bar must never break a run
             total = None
-        self._bar = tqdm(
+        self._bar = Bar(
             total=total or None,
             initial=self.rows,
             delay=1.0,  # not drawn by the constructor: its clock is set first (below)
             file=self.stream,
             unit=" rows",
-            unit_scale=True,
+            unit_scale=True,  # the rate: 12.3k rows/s
             mininterval=self.interval,
             smoothing=0,  # the average rate since the start: a steady ETA
-            dynamic_ncols=True,
+            dynamic_ncols=self._sized(),
+            ncols=None if self._sized() else DEFAULT_WIDTH,
             bar_format=KNOWN_TOTAL if total else UNKNOWN_TOTAL,
             postfix=self._found(),
             leave=True,
+            position=0,  # one line, even when other bars were made in this process
         )
         # tqdm's clock (wall time) started when the bar was made; the run started earlier,
         # and the rows read before count in the rate (tqdm subtracts `initial`).
@@ -99,6 +112,14 @@ class Progress:
         self._bar.delay = 0
         self._bar.refresh()
         self.shown = True
+
+    def _sized(self) -> bool:
+        """Whether the stream is a terminal that knows its width (a new pty says 0 columns, and
+        tqdm would then draw an empty line)."""
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns > 0
+        except (AttributeError, OSError, ValueError):
+            return False
 
     def _found(self) -> str:
         return f"{self._events():,} complex events"
@@ -117,6 +138,15 @@ class Progress:
             self._bar.close()
             self._bar = None
             self.shown = False
+
+
+def count_text(n: float) -> str:
+    """``12,345`` below a million, then ``2.40M`` and ``1.20G``: short enough for 80 columns."""
+    if n < 1_000_000:
+        return f"{int(n):,}"
+    if n < 1_000_000_000:
+        return f"{n / 1e6:.2f}M"
+    return f"{n / 1e9:.2f}G"
 
 
 def is_tty(stream: IO[str]) -> bool:

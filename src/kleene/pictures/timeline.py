@@ -69,9 +69,11 @@ def draw_timeline(
     index = {int(p): i for i, p in enumerate(stretch.positions)}
     for m in sorted(stretch.matches, key=lambda m: (m.start, m.end)):
         first = index.get(m.positions[0] if m.positions else m.start)
-        lane = lane_of.get(stretch.lanes[first] if first is not None else None)
+        if first is None or m.start not in index or m.end not in index:
+            continue  # a row of it was not kept (times out of order around the stretch's start)
+        lane = lane_of.get(stretch.lanes[first])
         if lane is None:
-            continue
+            continue  # a lane beyond max_lanes
         ends = tracks.setdefault(lane, [])
         track = next((k for k, e in enumerate(ends) if e < m.start), len(ends))
         if track == len(ends):
@@ -92,7 +94,7 @@ def draw_timeline(
         ax.axhspan(base[lane] - 0.5, base[lane] + 0.5 + 0.35 * len(tracks.get(lane, [])), color="0.96", zorder=0)
     _draw_events(ax, stretch, x, lane_of, base)
     for lane, track, m in placed:
-        xs = [x[index[p]] for p in m.positions if p in index] or [x[index[m.start]], x[index[m.end]]]
+        xs = [x[index[p]] for p in m.positions if p in index]
         ys = base[lane] + 0.45 + 0.35 * track
         ax.plot(
             [x[index[m.start]], x[index[m.end]]], [ys, ys], color="0.25", linewidth=2.5,

@@ -201,6 +201,33 @@ class TestProgress:
             p.advance(5)
             assert "\n" not in out.getvalue() and "\x1b[A" not in out.getvalue()
 
+    @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+    @pytest.mark.parametrize("columns", [80, 0])
+    def test_on_a_real_terminal(self, columns: int) -> None:
+        """A pseudo-terminal of 80 columns (or one that reports no width, as a new pty does)."""
+        import fcntl
+        import pty
+        import struct
+        import termios
+
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+        with open(slave, "w", encoding="utf-8", closefd=True) as terminal:
+            assert terminal.isatty()
+            p = Progress(terminal, total=lambda: 2_400_000, events=lambda: 85_956, delay=0.0, interval=0.0)
+            p.started -= 3.0
+            p.advance(1_200_000)
+            p.close()
+        data = b""
+        while chunk := os.read(master, 65536):
+            data += chunk
+            if data.endswith(b"\n"):
+                break
+        os.close(master)
+        last = data.decode("utf-8").rstrip("\r\n").split("\r")[-1]
+        assert "1.20M/2.40M rows" in last and "85,956 complex events" in last and "ETA 00:0" in last
+        assert len(last) <= (columns or 100)
+
     def test_tqdm_is_imported_only_when_the_bar_appears(self) -> None:
         code = (
             "import io, sys; from kleene.cli.progress import Progress; "

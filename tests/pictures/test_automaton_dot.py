@@ -192,3 +192,12 @@ def test_render_svg_and_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     assert width > 200 and height > 50
+
+
+def test_cli_output_of_several_queries_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "two.ceql"
+    f.write_text("QUERY a: SELECT * WHERE SELL\nQUERY b: SELECT * WHERE BUY\n")
+    code, _, err = run_explain(capsys, str(f), "--output", str(tmp_path / "a.dot"))
+    assert code == 2 and "QUERY holds several" in err
+    code, out, err = run_explain(capsys, str(f), "--dot")
+    assert code == 0 and out.count("digraph kleene {") == 2

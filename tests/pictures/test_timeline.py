@@ -212,3 +212,14 @@ def test_matplotlib_is_not_imported_by_kleene_nor_the_parser() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
+
+
+def test_cli_reads_standard_input(tmp_path: Path) -> None:
+    out = tmp_path / "t.png"
+    csv = "type,name\n" + "".join(f"{t},{n}\n" for t, n in zip(TYPES, NAMES))
+    done = subprocess.run(
+        [sys.executable, "-m", "kleene", "plot", PAIRS, "--input", "-", "--output", str(out)],
+        input=csv, capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "7 complex events in events 0-11" in done.stderr and out.stat().st_size > 5000

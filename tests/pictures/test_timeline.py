@@ -223,3 +223,11 @@ def test_cli_reads_standard_input(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "7 complex events in events 0-11" in done.stderr and out.stat().st_size > 5000
+
+
+def test_cli_names_an_event_type_the_input_never_held(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "e.csv"
+    data.write_text("type,name\nSELL,A\nBUY,A\n")
+    code, _, err = plot(capsys, "SELECT * WHERE SELL as a; BYU as b", "--input", str(data), "-o", str(tmp_path / "t.png"))
+    assert code == 0 and "0 complex events" in err
+    assert "kleene: " in err and "'BYU'" in err and "BUY" in err

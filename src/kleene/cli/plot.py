@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import re
+import warnings
 from pathlib import Path
 from typing import IO, Any
 
 from kleene.cli.common import EXIT_OK, UsageError, load_query, skip_pandas_probe, spooled_stdin
 from kleene.io.readers import read_batches
+from kleene.language.errors import UnseenNameWarning
 from kleene.language.parser import parse
 from kleene.options import InputOptions
 
@@ -84,7 +86,10 @@ def plot_command(args: argparse.Namespace, stderr: IO[str]) -> int:
         type_column=args.type_column, time_column=args.time_column, time_unit=args.time_unit
     )
     query = compile_parsed(program, 0, text, None, options)
-    with spooled_stdin([(None, args.input)], args.format) as inputs:
+    with spooled_stdin([(None, args.input)], args.format) as inputs, warnings.catch_warnings(
+        record=True
+    ) as caught:
+        warnings.simplefilter("always", UnseenNameWarning)
         batches = read_batches(inputs[0][1], format=args.format)
         figure = query.plot(
             batches,
@@ -95,5 +100,11 @@ def plot_command(args: argparse.Namespace, stderr: IO[str]) -> int:
             max_matches=args.max_matches,
             max_lanes=args.max_lanes,
         )
-    print(f"kleene: timeline drawn to {args.output} ({figure.axes[0].get_title(loc='left').splitlines()[-1]})", file=stderr)
+    caption = figure.axes[0].get_title(loc="left").splitlines()[-1]
+    print(f"kleene: timeline drawn to {args.output} ({caption})", file=stderr)
+    for w in caught:  # a misspelt event type: say so, as kleene run does
+        if issubclass(w.category, UnseenNameWarning):
+            print(f"kleene: {w.message}", file=stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     return EXIT_OK

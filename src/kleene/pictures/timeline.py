@@ -26,6 +26,7 @@ import numpy as np
 from kleene.language.errors import MissingDependencyError
 from kleene.pictures.stretch import Stretch
 from kleene.pictures.text import query_lines
+from kleene.results import Match
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -65,7 +66,7 @@ def draw_timeline(
     lane_of = _lanes(stretch, max_lanes)
     # Complex events: tracks per lane (greedy: the first track free at its start).
     tracks: dict[int, list[int]] = {}
-    placed: list[tuple[int, int, Any]] = []  # (lane, track, match)
+    placed: list[tuple[int, int, Match]] = []  # (lane, track, match)
     index = {int(p): i for i, p in enumerate(stretch.positions)}
     for m in sorted(stretch.matches, key=lambda m: (m.start, m.end)):
         first = index.get(m.positions[0] if m.positions else m.start)
@@ -171,7 +172,7 @@ def _axes_text(
     n = len(stretch.positions)
     span = (
         f"events {int(stretch.positions[0])}-{int(stretch.positions[-1])} ({n} events)"
-        if n else "no events"
+        if n else "an empty stretch"
     )
     hidden = len(set(stretch.lanes)) - len(lane_of)
     caption = (

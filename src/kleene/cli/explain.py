@@ -22,7 +22,7 @@ def add_explain_parser(commands: Any) -> argparse.ArgumentParser:
     """Add the ``explain`` sub-command to the ``kleene`` parser's sub-parsers."""
     explain: argparse.ArgumentParser = commands.add_parser(
         "explain",
-        help="say which engine evaluates a query, and why",
+        help="say which engine evaluates a query, and why; draw its automaton (--dot)",
         description=(
             "Check and compile a CEQL query and print which engine evaluates it: CORE's tECS "
             "engine (every FILTER unary) or the register engine (conditions between events), "

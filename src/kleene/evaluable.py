@@ -61,8 +61,9 @@ class Evaluable:
 
         ``source``: a file path (CSV, JSON Lines or Parquet), a pyarrow Table,
         RecordBatch or reader, a pandas DataFrame, any Arrow PyCapsule stream
-        (polars, DuckDB), or an iterable of batches or event dicts
-        (:func:`kleene.io.sources.to_batches`).  Complex events come in order
+        (a polars DataFrame, a DuckDB relation, a batch Spark DataFrame, which is
+        collected to the driver), a polars LazyFrame, or an iterable of batches,
+        DataFrames or event dicts (:func:`kleene.io.sources.to_batches`).  Complex events come in order
         of end position; at one end, in the order of the queries.
         """
         yield from self._whole(source, events=True)
@@ -91,8 +92,12 @@ class Evaluable:
         """Feed one event; return the complex events it completes."""
         return self.push_batch(pa.RecordBatch.from_pylist([dict(event)]))
 
-    def push_batch(self, batch: pa.RecordBatch | pa.Table) -> list[ComplexEvent]:
-        """Feed a batch of events; return the complex events they complete."""
+    def push_batch(self, batch: Any) -> list[ComplexEvent]:
+        """Feed a batch of events; return the complex events they complete.
+
+        ``batch``: a RecordBatch or Table, or any source :meth:`run` reads
+        (a pandas or polars DataFrame, a DuckDB relation, ...), read whole.
+        """
         self._last_session = self._session
         out: list[ComplexEvent] = []
         for b in to_batches(batch):

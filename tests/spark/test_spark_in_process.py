@@ -34,6 +34,9 @@ def test_a_batch_spark_dataframe_runs_in_process(spark: Any) -> None:
     found = [(c.start, c.end, c.positions, c.partition) for c in q.run(df)]
     assert found == [(0, 1, (0, 1), ("UA",)), (2, 4, (2, 4), ("AA",))]
     assert found == [(c.start, c.end, c.positions, c.partition) for c in q.run(ROWS)]
+    table = q.to_arrow(df)
+    assert table.column("carrier").to_pylist() == ["UA", "AA"]
+    assert q.to_arrow(df, shape="events").column("dep_delay").to_pylist() == [70.0, 80.0, 90.0, 95.0]
 
 
 def test_a_streaming_spark_dataframe_points_to_detect_stream(spark: Any) -> None:

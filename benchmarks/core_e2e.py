@@ -8,7 +8,8 @@ It reads the file, builds CORE's events, sends them and gets CORE's output text 
 side-by-side suite does (:func:`benchmarks.runner.core_evaluate`), then writes every complex
 event with its events as JSON Lines, one line per complex event in order of end position, in
 the layout of ``kleene run``: ``{"start", "end", "positions", "events": [row, ...]}``, plus
-``"partition": [values]`` under ``PARTITION BY``.  Events are the input rows (taken from the
+``"partition": {"attribute": value, ...}`` under ``PARTITION BY`` (an object keyed by the
+attribute names, as kleene writes it).  Events are the input rows (taken from the
 table by position, as kleene does; CORE's text prints doubles with six decimals only), each
 rendered as JSON once.  CORE prints a complex event once per valuation: each is written once.
 
@@ -56,7 +57,7 @@ def write_jsonl(text: str, table: Any, partition: list[str], out: TextIO) -> int
         tail = ""
         if partition:
             first = by_position[positions[0]]
-            tail = ', "partition": ' + json.dumps([first[a] for a in partition])
+            tail = ', "partition": ' + json.dumps({a: first[a] for a in partition})
         out.write(
             f'{{"start": {start}, "end": {end}, "positions": [{", ".join(map(str, positions))}], '
             f'"events": [{events}]{tail}}}\n'

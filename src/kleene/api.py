@@ -88,16 +88,24 @@ def compile_parsed(
         schema = declared if schema is None else schema
     query = program.queries[index] if program.queries else program.query
     check(query, text, schema)
-    return Query(plan_query(query, text, schema, options, need_time=need_time))
+    given = program.names[index] if index < len(program.names) else None
+    return Query(
+        plan_query(query, text, schema, options, need_time=need_time),
+        None if given is None else str(given),
+    )
 
 
 class Query(Evaluable):
     """A compiled CEQL query, ready to run over events (see :class:`~kleene.evaluable.Evaluable`)."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, name: str | None = None) -> None:
         self.plan = plan
+        self.name = name
+        """The ``QUERY name:`` header's name, if the text gave one."""
         self.options = plan.options
         self.columns = plan.columns
+        self.result_name = name
+        self.result_partitions = tuple(dict.fromkeys(plan.partition_by))
         super().__init__()
 
     @property
@@ -190,5 +198,5 @@ class Query(Evaluable):
         """
         p = self.plan
         tuning = dataclasses.replace(p.tuning, **changes)
-        return Query(plan_query(p.query, p.text, p.schema, p.options, tuning))
+        return Query(plan_query(p.query, p.text, p.schema, p.options, tuning), self.name)
 

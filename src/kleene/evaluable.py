@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from kleene.frames import check_shape, results_table, to_pandas, to_polars
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.sources import pushdown, to_batches
 from kleene.language.errors import UnseenNameWarning
@@ -37,6 +38,10 @@ class Evaluable:
     columns: tuple[str, ...]
     """The input columns a run reads (type, filters, time, window, partitions, stream):
     all it needs when the events' data is not output."""
+    result_name: str | None = None
+    """The ``query`` column of a single query's result tables (its ``QUERY name:``)."""
+    result_partitions: tuple[str, ...] = ()
+    """The PARTITION BY attributes, one column each in ``to_arrow(shape="matches")``."""
 
     def __init__(self) -> None:
         self._session = self.session()
@@ -61,8 +66,9 @@ class Evaluable:
 
         ``source``: a file path (CSV, JSON Lines or Parquet), a pyarrow Table,
         RecordBatch or reader, a pandas DataFrame, any Arrow PyCapsule stream
-        (polars, DuckDB), or an iterable of batches or event dicts
-        (:func:`kleene.io.sources.to_batches`).  Complex events come in order
+        (a polars DataFrame, a DuckDB relation, a batch Spark DataFrame, which is
+        collected to the driver), a polars LazyFrame, or an iterable of batches,
+        DataFrames or event dicts (:func:`kleene.io.sources.to_batches`).  Complex events come in order
         of end position; at one end, in the order of the queries.
         """
         yield from self._whole(source, events=True)
@@ -87,12 +93,41 @@ class Evaluable:
         for batch in self.match_batches(source, events=events):
             yield batch.to_arrow()
 
+    def to_arrow(self, source: Any, *, shape: str = "matches") -> pa.Table:
+        """The complex events of ``source`` as one pyarrow Table (see :mod:`kleene.frames`).
+
+        ``shape="matches"``: one row per complex event (``query``, ``match_id``,
+        ``start``, ``end``, ``positions``, one column per PARTITION BY attribute);
+        ``shape="events"``: one row per (complex event, event) (``query``,
+        ``match_id``, ``position``, the event's attributes).  Built from
+        :meth:`match_batches` in columns; the matches shape reads no event data.
+        """
+        check_shape(shape)
+        return results_table(
+            self.match_batches(source, events=shape == "events"),
+            shape=shape,
+            name=self.result_name,
+            partition_by=self.result_partitions,
+        )
+
+    def to_pandas(self, source: Any, *, shape: str = "matches") -> Any:
+        """:meth:`to_arrow` as a pandas DataFrame (needs pandas)."""
+        return to_pandas(self.to_arrow(source, shape=shape))
+
+    def to_polars(self, source: Any, *, shape: str = "matches") -> Any:
+        """:meth:`to_arrow` as a polars DataFrame (needs polars)."""
+        return to_polars(self.to_arrow(source, shape=shape))
+
     def push(self, event: Mapping[str, Any]) -> list[ComplexEvent]:
         """Feed one event; return the complex events it completes."""
         return self.push_batch(pa.RecordBatch.from_pylist([dict(event)]))
 
-    def push_batch(self, batch: pa.RecordBatch | pa.Table) -> list[ComplexEvent]:
-        """Feed a batch of events; return the complex events they complete."""
+    def push_batch(self, batch: Any) -> list[ComplexEvent]:
+        """Feed a batch of events; return the complex events they complete.
+
+        ``batch``: a RecordBatch or Table, or any source :meth:`run` reads
+        (a pandas or polars DataFrame, a DuckDB relation, ...), read whole.
+        """
         self._last_session = self._session
         out: list[ComplexEvent] = []
         for b in to_batches(batch):

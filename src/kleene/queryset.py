@@ -125,6 +125,9 @@ class QuerySet(Evaluable):
         if len(set(self.names)) != len(self.names):
             raise KleeneError("query names must be unique")
         self.groups = self._groups()
+        self.result_partitions = tuple(
+            dict.fromkeys(a for q in self.queries for a in q.result_partitions)
+        )
         super().__init__()
 
     def _groups(self) -> list[_Group]:

@@ -24,7 +24,7 @@ event with Arrow's string kernels.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, NamedTuple
 
@@ -66,9 +66,11 @@ class ComplexEvent:
     ``start`` and ``end`` are the 0-based input positions of its interval,
     ``positions`` the sorted input positions of its events, ``events`` their
     attributes (with the event type under the type column's name),
-    ``partition`` the PARTITION BY key (None without PARTITION BY), and
+    ``partition`` the PARTITION BY key (None without PARTITION BY),
     ``query`` the name of the query that found it when several queries run
-    together (:func:`kleene.compile_many`; None for a single query).
+    together (:func:`kleene.compile_many`; None for a single query), and
+    ``partition_by`` the PARTITION BY attributes, which name the key's values
+    in :meth:`to_dict` (not compared: the query fixes them).
     """
 
     start: int
@@ -77,8 +79,11 @@ class ComplexEvent:
     events: tuple[dict[str, Any], ...]
     partition: tuple[Any, ...] | None = None
     query: str | None = None
+    partition_by: tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict: ``partition`` is an object keyed by the PARTITION BY attributes
+        (``{"name": "MSFT"}``), as Parquet's struct."""
         out: dict[str, Any] = {} if self.query is None else {"query": self.query}
         out |= {
             "start": self.start,
@@ -87,8 +92,17 @@ class ComplexEvent:
             "events": [dict(e) for e in self.events],
         }
         if self.partition is not None:
-            out["partition"] = list(self.partition)
+            out["partition"] = dict(zip(partition_labels(self.partition_by, len(self.partition)),
+                                        self.partition))
         return out
+
+
+def partition_labels(names: Sequence[str], width: int) -> list[str]:
+    """The names of a partition key's values: the PARTITION BY attributes, else ``key0``, ...
+
+    One rule for the JSON object and the Arrow struct, so both name a key alike.
+    """
+    return list(names) if len(names) == width else [f"key{i}" for i in range(width)]
 
 
 class EventRows:
@@ -374,7 +388,7 @@ class MatchBatch:
 
 def _partition_array(keys: list[Hashable], names: tuple[str, ...]) -> pa.Array:
     width = len(names) or max((len(k) for k in keys if isinstance(k, tuple)), default=0)
-    labels = list(names) or [f"key{i}" for i in range(width)]
+    labels = partition_labels(names, width)
     fields = [
         pa.array([None if k is None else k[i] for k in keys])  # type: ignore[index]
         for i in range(width)

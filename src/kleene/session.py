@@ -442,7 +442,10 @@ class Session(OrderedFeed):
             if attrs is not None:
                 row = {k: row.get(k) for k in (type_column, *attrs)}
             events.append(row)
-        return ComplexEvent(start, end, positions, tuple(events), key, self.name)  # type: ignore[arg-type]
+        return ComplexEvent(
+            start, end, positions, tuple(events), key, self.name,  # type: ignore[arg-type]
+            self.plan.partition_by,
+        )
 
 
 @contextlib.contextmanager

@@ -87,7 +87,7 @@ def test_projection_and_partition_key() -> None:
     (ce,) = q.run(rows)
     assert (ce.start, ce.end, ce.positions, ce.partition) == (0, 2, (2,), ("A",))
     assert ce.events == ({"type": "BUY", "price": 3.0},)
-    assert ce.to_dict()["partition"] == ["A"]
+    assert ce.to_dict()["partition"] == {"name": "A"}  # keyed like Parquet's struct
 
 
 def test_schema_from_create_stream() -> None:

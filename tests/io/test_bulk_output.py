@@ -140,10 +140,7 @@ def test_arrow_holds_the_complex_events(case: Case, cuts: list[int]) -> None:
     q = compile_case(query)
     rows = [r for rb in q.run_arrow(pieces(table, cuts)) for r in rb.to_pylist()]
     expected = [ce.to_dict() for ce in q.run(table)]
-    for r in rows:
-        if "partition" in r:
-            r["partition"] = list(r["partition"].values())
-    assert rows == expected
+    assert rows == expected  # the struct's fields are the JSON object's keys
 
 
 def test_query_set_bulk_merges_in_end_order() -> None:
@@ -300,9 +297,8 @@ def test_cli_writes_parquet_and_the_same_jsonl(tmp_path: Path) -> None:
     expected = [ce.to_dict() for ce in q.run(pq.read_table(tmp_path / "in.parquet"))]
     assert len(expected) > 100
     got = table.to_pylist()
-    for r in got:
-        r["partition"] = list(r["partition"].values())
     assert got == expected
+    assert set(got[0]["partition"]) == {"name"}
     with pa.ipc.open_file(tmp_path / "out.bin") as f:
         assert f.read_all().equals(table)
     lines = (tmp_path / "out.jsonl").read_text().splitlines()
@@ -365,3 +361,34 @@ def test_parquet_never_drops_fields_silently(tmp_path: Path, capsys: pytest.Capt
     rows = pq.read_table(out).to_pylist()
     assert [r["query"] for r in rows] == ["q1", "q1", "q1", "q2", "q2"]
     assert rows[-1]["events"] == [{"type": "C", "v": 6, "s": "t"}]
+
+
+def test_jsonl_partition_is_an_object_keyed_by_the_attributes(tmp_path: Path) -> None:
+    """``"partition": {"name": "MSFT", "desk": 1}``, like Parquet's struct: the bulk layout
+    (compiled and pure), the readable path, the CLI, and several queries with different keys."""
+    rows = [
+        {"type": "SELL", "name": "MSFT", "desk": 1, "price": 101.0},
+        {"type": "SELL", "name": "INTC", "desk": 2, "price": 120.0},
+        {"type": "BUY", "name": "MSFT", "desk": 1, "price": 99.0},
+        {"type": "BUY", "name": "INTC", "desk": 2, "price": 3.0},
+    ]
+    query = "SELECT * FROM S WHERE SELL as a; BUY as b PARTITION BY [name, desk]"
+    q = kleene.compile(query)
+    bulk = jsonl_of_batches(q, rows).splitlines()
+    assert bulk == jsonl_of_objects(q, rows).splitlines()
+    assert [json.loads(line)["partition"] for line in bulk] == [
+        {"name": "MSFT", "desk": 1}, {"name": "INTC", "desk": 2}
+    ]
+    assert bulk[0].endswith('], "partition": {"name": "MSFT", "desk": 1}}')
+    qs = kleene.compile_many(
+        {"both": query, "name": query.replace(", desk]", "]"), "none": query.split(" PARTITION")[0]}
+    )
+    lines = [json.loads(line) for line in jsonl_of_batches(qs, rows).splitlines()]
+    assert [(d["query"], d.get("partition")) for d in lines if d["end"] == 2] == [
+        ("both", {"name": "MSFT", "desk": 1}), ("name", {"name": "MSFT"}), ("none", None), ("none", None)
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    assert main(["run", query, "--input", str(source), "--output", str(out), "--no-progress"]) == 0
+    assert out.read_text().splitlines() == bulk

@@ -110,7 +110,11 @@ def _spark_event(row: dict[str, Any], type_column: str, attrs: tuple[str, ...] |
         events.append(e)
     part = row["partition"]
     partition = tuple(part.values()) if isinstance(part, dict) else None
-    return kleene.ComplexEvent(row["start"], row["end"], tuple(row["positions"]), tuple(events), partition)
+    names = tuple(part) if isinstance(part, dict) else ()
+    return kleene.ComplexEvent(
+        row["start"], row["end"], tuple(row["positions"]), tuple(events), partition,
+        partition_by=names,
+    )
 
 
 def _task_data_error(exc: BaseException) -> DataError | None:

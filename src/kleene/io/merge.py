@@ -169,7 +169,31 @@ def _ordered(
 
 def _concat(tables: list[pa.Table], names: list[str | None]) -> pa.Table:
     try:
-        return pa.concat_tables(tables, promote_options="permissive")
+        return pa.concat_tables(_same_zones(tables), promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         shown = ", ".join(repr(n) for n in names if n) or "the inputs"
         raise DataError(f"the columns of {shown} do not fit together: {exc}") from None
+
+
+def _same_zones(tables: list[pa.Table]) -> list[pa.Table]:
+    """Zoned timestamps of one column in the first table's zone: the same instants.
+
+    Inputs from different producers name one zone differently (DuckDB's
+    ``Etc/UTC``, Python's ``UTC``) or use different zones; Arrow refuses to
+    concatenate those, though each value is an instant.
+    """
+    zones: dict[str, pa.DataType] = {}
+    for table in tables:
+        for field in table.schema:
+            if pa.types.is_timestamp(field.type) and field.type.tz is not None:
+                zones.setdefault(field.name, field.type)
+    out = []
+    for table in tables:
+        schema = table.schema
+        for i, field in enumerate(schema):
+            want = zones.get(field.name)
+            t = field.type
+            if want is not None and pa.types.is_timestamp(t) and t.tz is not None and t.tz != want.tz:
+                schema = schema.set(i, field.with_type(pa.timestamp(t.unit, want.tz)))
+        out.append(table if schema.equals(table.schema) else table.cast(schema))
+    return out

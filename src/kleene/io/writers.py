@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 
 from kleene.language.errors import KleeneError
 from kleene.native import load
+from kleene.results import partition_labels
 
 if TYPE_CHECKING:
     from kleene.results import MatchBatch
@@ -352,7 +353,9 @@ def _heads_and_tails(batch: MatchBatch, ensure_ascii: bool) -> tuple[Texts, Text
     """What comes before ``start`` in each line, and after its last event.
 
     Heads: ``{"start": `` or, with several queries, ``{"query": NAME, "start": ``.  Tails:
-    ``]}`` and a newline or, under PARTITION BY, ``], "partition": [KEY]}`` and a newline.
+    ``]}`` and a newline or, under PARTITION BY, ``], "partition": {"ATTR": VALUE, ...}}`` and a
+    newline: the key as an object named by the PARTITION BY attributes, as Parquet's struct
+    (:meth:`kleene.ComplexEvent.to_dict`).
     """
     if batch.query is None:
         heads: Texts = (['{"start": '], None)
@@ -377,7 +380,12 @@ def _heads_and_tails(batch: MatchBatch, ensure_ascii: bool) -> tuple[Texts, Text
             i = seen[tagged] = len(texts)
             texts.append(
                 "]}\n" if key is None
-                else '], "partition": ' + dumps(list(key), ensure_ascii=ensure_ascii) + "}\n"
+                else '], "partition": '
+                + dumps(
+                    dict(zip(partition_labels(batch.partition_names, len(key)), key)),
+                    ensure_ascii=ensure_ascii,
+                )
+                + "}\n"
             )
         index.append(i)
     return heads, (texts, np.array(index, dtype=np.int64))

@@ -173,6 +173,9 @@ def _read_columns(
         names.append(window.attr)
     names += [c for c in (options.time_column, options.stream_column) if c is not None]
     names += partition_by
+    # SELECT a[x, y]'s attributes: the query is checked against the columns read, and an
+    # attribute it outputs must exist even when only positions are asked for.
+    names += _projected_attributes(query) or ()
     return tuple(dict.fromkeys(names))
 
 

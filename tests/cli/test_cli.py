@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -132,21 +133,40 @@ class TestArguments:
 
 
 class TestProgress:
+    """The bar is tqdm's, written to any stream: a StringIO stands for the terminal."""
+
     def test_silent_before_delay(self) -> None:
         out = io.StringIO()
         p = Progress(out, total=lambda: 100, events=lambda: 0, delay=60.0)
         list(p.track([pa.record_batch({"a": [1, 2]})]))
         p.close()
         assert out.getvalue() == "" and p.rows == 2
+        assert not p.shown
 
-    def test_draws_rows_rate_and_total(self) -> None:
+    def test_draws_rows_rate_events_and_eta(self) -> None:
         out = io.StringIO()
-        p = Progress(out, total=lambda: 4, events=lambda: 7, delay=0.0, interval=0.0)
-        list(p.track([pa.record_batch({"a": [1, 2]}), pa.record_batch({"a": [3, 4]})]))
+        p = Progress(out, total=lambda: 4_000, events=lambda: 7, delay=0.0, interval=0.0)
+        p.started -= 2.0  # the run began two seconds ago
+        list(p.track([pa.record_batch({"a": list(range(1_000))})] * 2))
+        frames = out.getvalue().split("\r")
+        assert "50%|" in frames[-1] and "2,000/4,000 rows" in frames[-1]
+        rate = re.search(r"([\d.]+)(k?) rows/s", frames[-1])
+        assert rate is not None  # about 1,000 rows/s: 2,000 rows in 2 s
+        assert 500 <= float(rate.group(1)) * (1000 if rate.group(2) else 1) <= 1_000
+        assert "7 complex events" in frames[-1]
+        eta = re.search(r"ETA (\d\d):(\d\d)", frames[-1])
+        assert eta is not None  # 2,000 rows left at ~1,000 rows/s: about 2 s
+        assert 1 <= int(eta.group(1)) * 60 + int(eta.group(2)) <= 4
         p.close()
-        text = out.getvalue()
-        assert "4 rows / 4 (100%)" in text and "rows/s" in text and "7 complex events" in text
-        assert text.endswith("\n")
+        assert out.getvalue().endswith("\n")
+
+    def test_unknown_total_has_no_eta(self) -> None:
+        out = io.StringIO()
+        p = Progress(out, total=lambda: None, events=lambda: 3, delay=0.0, interval=0.0)
+        p.advance(1_234)
+        p.close()
+        assert "1,234 rows" in out.getvalue() and "3 complex events" in out.getvalue()
+        assert "ETA" not in out.getvalue() and "%" not in out.getvalue()
 
     def test_total_failure_does_not_break_the_bar(self) -> None:
         def boom() -> int | None:
@@ -155,7 +175,67 @@ class TestProgress:
         out = io.StringIO()
         p = Progress(out, total=boom, events=lambda: 0, delay=0.0, interval=0.0)
         p.advance(5)
-        assert "5 rows" in out.getvalue()
+        p.close()
+        assert "5 rows" in out.getvalue() and "%" not in out.getvalue()
+
+    def test_clear_erases_the_bar(self) -> None:
+        out = io.StringIO()
+        p = Progress(out, total=lambda: 10, events=lambda: 0, delay=0.0, interval=0.0)
+        p.advance(5)
+        p.clear()
+        assert out.getvalue().endswith("\r") and "\n" not in out.getvalue()
+        assert not p.shown
+
+    def test_large_counts_are_short(self) -> None:
+        out = io.StringIO()
+        p = Progress(out, total=lambda: 2_400_000, events=lambda: 85_956, delay=0.0, interval=0.0)
+        p.advance(1_200_000)
+        p.close()
+        last = out.getvalue().split("\r")[-1]
+        assert "50%|" in last and "1.20M/2.40M rows" in last and "85,956 complex events" in last
+
+    def test_two_bars_in_one_process_each_draw_one_line(self) -> None:
+        for _ in range(2):  # tqdm would stack a second bar under a first one still open
+            out = io.StringIO()
+            p = Progress(out, total=lambda: 10, events=lambda: 0, delay=0.0, interval=0.0)
+            p.advance(5)
+            assert "\n" not in out.getvalue() and "\x1b[A" not in out.getvalue()
+
+    @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+    @pytest.mark.parametrize("columns", [80, 0])
+    def test_on_a_real_terminal(self, columns: int) -> None:
+        """A pseudo-terminal of 80 columns (or one that reports no width, as a new pty does)."""
+        import fcntl
+        import pty
+        import struct
+        import termios
+
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+        with open(slave, "w", encoding="utf-8", closefd=True) as terminal:
+            assert terminal.isatty()
+            p = Progress(terminal, total=lambda: 2_400_000, events=lambda: 85_956, delay=0.0, interval=0.0)
+            p.started -= 3.0
+            p.advance(1_200_000)
+            p.close()
+        data = b""
+        while chunk := os.read(master, 65536):
+            data += chunk
+            if data.endswith(b"\n"):
+                break
+        os.close(master)
+        last = data.decode("utf-8").rstrip("\r\n").split("\r")[-1]
+        assert "1.20M/2.40M rows" in last and "85,956 complex events" in last and "ETA 00:0" in last
+        assert len(last) <= (columns or 100)
+
+    def test_tqdm_is_imported_only_when_the_bar_appears(self) -> None:
+        code = (
+            "import io, sys; from kleene.cli.progress import Progress; "
+            "p = Progress(io.StringIO(), total=lambda: 9, events=lambda: 0, delay=60.0); "
+            "p.advance(3); p.close(); print('tqdm' in sys.modules)"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert done.stdout.strip() == "False"
 
 
 # ------------------------------------------------------------- with the engine
@@ -217,7 +297,8 @@ class TestRun:
         data = write_csv(tmp_path / "e.csv", EVENTS)
         code, lines, err = run_cli(capsys, "run", PAIRS, "--input", str(data), "--batch-size", "4")
         assert code == 0
-        assert f"{len(EVENTS)} rows / {len(EVENTS)} (100%)" in err
+        n = len(EVENTS)
+        assert "100%|" in err and f"{n}/{n} rows" in err and "ETA" in err and "complex events" in err
         assert pairs_of(lines) == expected_pairs(EVENTS)
         code, _, err = run_cli(capsys, "run", PAIRS, "--input", str(data), "--no-progress")
         assert code == 0 and err == ""

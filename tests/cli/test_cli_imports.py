@@ -21,7 +21,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 QUERY = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] WITHIN 3 EVENTS"
-HEAVY = ("pyspark", "pandas", "kleene.spark")
+HEAVY = ("pyspark", "pandas", "kleene.spark", "matplotlib", "tqdm", "kleene.pictures")
+"""Never imported by the parser, `kleene run` (no bar when stderr is not a terminal) or a
+plain `kleene explain`: the pictures and the progress bar import theirs when they are made."""
 
 
 def python(*args: str) -> subprocess.CompletedProcess[str]:

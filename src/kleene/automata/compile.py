@@ -365,6 +365,34 @@ def compile_labelled(
     ``SELECT *`` (``projection=None``); the labels then say which positions
     of a chosen match the projection ``project`` keeps (runtime/projection.py).
     """
+    cea, labels, _ = _compile(pattern, atoms, projection, strict, project)
+    return cea, labels
+
+
+Variables = dict[Transition, frozenset[frozenset[str]]]
+"""Per transition: the sets of names (event types and variables) the event it reads is bound
+to; several when several transitions of the construction became one."""
+
+
+def compile_named(
+    pattern: ast.Pattern,
+    atoms: Atoms,
+    projection: frozenset[str] | None = None,
+    *,
+    strict: bool = False,
+) -> tuple[CEA, Variables]:
+    """:func:`compile_pattern`, plus the names each transition binds: to draw the automaton."""
+    cea, _, variables = _compile(pattern, atoms, projection, strict, None)
+    return cea, variables
+
+
+def _compile(
+    pattern: ast.Pattern,
+    atoms: Atoms,
+    projection: frozenset[str] | None,
+    strict: bool,
+    project: frozenset[str] | None,
+) -> tuple[CEA, Labels, Variables]:
     builder = _Builder(atoms)
     frag = builder.build(pattern)
     q0 = builder.state()
@@ -389,12 +417,14 @@ def compile_labelled(
     reachable = useful | {q0}
     numbering = {s: n for n, s in enumerate(sorted(reachable))}
     labels: dict[Transition, set[bool]] = {}
+    names: dict[Transition, set[frozenset[str]]] = {}
     for t in vts:
         if t.source in reachable and t.target in useful:
             tr = Transition(
                 numbering[t.source], t.mask, marked(t.labels), numbering[t.target], t.neg
             )
             flags = labels.setdefault(tr, set())
+            names.setdefault(tr, set()).add(t.labels)
             if tr.marked and project is not None:
                 flags.add(bool(t.labels & project))
     transitions = tuple(
@@ -402,7 +432,11 @@ def compile_labelled(
     )
     finals = frozenset(numbering[s] for s in finals_in if s in useful)
     cea = CEA(len(numbering), transitions, numbering[q0], finals)
-    return cea, {t: frozenset(f) for t, f in labels.items() if f}
+    return (
+        cea,
+        {t: frozenset(f) for t, f in labels.items() if f},
+        {t: frozenset(v) for t, v in names.items()},
+    )
 
 
 def _strict(vts: list[_VT], q0: int, finals: set[int]) -> tuple[list[_VT], int, set[int]]:

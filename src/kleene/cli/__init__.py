@@ -8,7 +8,8 @@
                [--time-column COL] [--time-unit s|ms|us|ns] [--type-column COL] [--max-delay DURATION]
                [--on-bad-row error|skip|quarantine [FILE]] [--quarantine FILE]
                [--batch-size N] [--no-progress] [--engine python|spark [--master URL]]
-    kleene explain QUERY [--time-column COL]
+    kleene explain QUERY [--time-column COL] [--dot] [--output FILE.svg|.png|.pdf|.dot]
+    kleene plot QUERY --input FILE --output OUT.png|.svg|.pdf [--from POS|TIME] [--to POS|TIME] ...
     kleene stream QUERY --input-dir DIR --output-dir OUT --checkpoint CK --time-column COL ...
 
 One module per command (:mod:`~kleene.cli.run`, :mod:`~kleene.cli.explain`,
@@ -47,6 +48,7 @@ from typing import Any
 import kleene
 from kleene.cli.common import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OTHER, EXIT_QUERY, UsageError
 from kleene.cli.explain import add_explain_parser
+from kleene.cli.plot import add_plot_parser
 from kleene.cli.run import add_run_parser
 from kleene.cli.stream import add_stream_parser
 from kleene.language.errors import DataError, QueryError
@@ -63,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_run_parser(commands)
     add_explain_parser(commands)
+    add_plot_parser(commands)
     add_stream_parser(commands)
     return parser
 
@@ -95,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args, stderr))
     except UsageError as exc:
-        print(f"kleene run: error: {exc}", file=stderr)
+        print(f"kleene {args.command}: error: {exc}", file=stderr)
         return EXIT_QUERY
     except QueryError as exc:
         print(f"kleene: query error: {exc}", file=stderr)

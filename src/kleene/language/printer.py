@@ -13,7 +13,9 @@ import re
 
 from kleene.language import ast
 
-__all__ = ["to_ceql", "pattern_to_ceql", "pred_to_ceql", "expr_to_ceql", "quote_name"]
+__all__ = [
+    "to_ceql", "pattern_to_ceql", "pred_to_ceql", "expr_to_ceql", "quote_name", "window_to_ceql"
+]
 
 _PLAIN_NAME = re.compile(r"[^\W\d]\w*")
 _RESERVED = frozenset(
@@ -173,3 +175,8 @@ def to_ceql(query: ast.Query) -> str:
     if query.limit is not None:
         lines.append(f"LIMIT {query.limit}")
     return "\n".join(lines)
+
+
+def window_to_ceql(w: ast.Window) -> str:
+    """A window as written after ``WITHIN`` (durations in the largest unit that divides them)."""
+    return _window(w)

@@ -16,6 +16,7 @@ from kleene.automata.cea import CEA
 from kleene.automata.compile import Labels
 from kleene.automata.determinize import LazyDFA
 from kleene.language import ast
+from kleene.language.printer import window_to_ceql
 from kleene.language.schema import Schema
 from kleene.options import InputOptions
 from kleene.predicates.atoms import Atoms
@@ -181,4 +182,31 @@ class Plan:
                 f"automaton: complex event automaton, {self.cea.num_states} states, "
                 f"{len(self.cea.transitions)} transitions, determinized lazily"
             )
+        lines.extend(self._input_lines())
         return "\n".join(lines)
+
+    def _input_lines(self) -> list[str]:
+        """What the plan reads of the input: the part of explain() the input options change."""
+        opts = self.options
+        lines = []
+        window = self.query.within
+        if window is not None:
+            text = f"window: WITHIN {window_to_ceql(window)}"
+            if isinstance(window, ast.DurationWindow):
+                text += (
+                    f", on the time column {opts.time_column!r} (unit {opts.time_unit} if numeric)"
+                    if opts.time_column is not None
+                    else "; running it needs a time column (--time-column, time_column=)"
+                )
+            lines.append(text)
+        if self.partition_by:
+            lines.append("partitions: one per value of " + ", ".join(self.partition_by))
+        if opts.stream_column is not None:
+            lines.append(
+                f"streams: from the column {opts.stream_column!r}"
+                + (f", reading {', '.join(sorted(self.from_streams))}" if self.from_streams else "")
+            )
+        lines.append(
+            f"reads columns: {', '.join(self.columns)} (event type in {opts.type_column!r})"
+        )
+        return lines

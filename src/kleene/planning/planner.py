@@ -38,14 +38,21 @@ def plan_query(
     schema: Schema | None,
     options: InputOptions,
     tuning: Tuning | None = None,
+    *,
+    need_time: bool = True,
 ) -> Plan:
-    """Plan a query that :func:`kleene.language.checks.check` accepted."""
+    """Plan a query that :func:`kleene.language.checks.check` accepted.
+
+    ``need_time=False`` plans a time window without a time column, for a plan
+    that is only explained or drawn (``kleene explain`` reads no data); such
+    a plan must not be run.
+    """
     tuning = tuning or Tuning()
     items = query.select.items
     projection = None if items is None else frozenset(i.var for i in items)
     whole_match = projection is not None and query.select.strategy in WHOLE_MATCH_STRATEGIES
     window = query.within
-    if isinstance(window, ast.DurationWindow) and options.time_column is None:
+    if isinstance(window, ast.DurationWindow) and options.time_column is None and need_time:
         raise UnsupportedError(
             "a time window needs event times: pass time_column (--time-column)",
             window.span.line,

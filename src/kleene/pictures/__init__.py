@@ -1,0 +1,1 @@
+"""Pictures of queries: the automaton (Graphviz DOT) and timelines of complex events (matplotlib)."""

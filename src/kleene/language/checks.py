@@ -147,7 +147,16 @@ class _Checker:
                 )
             self.pattern(p.pattern)
             return
-        if isinstance(p, ast.As | ast.Iter | ast.Star):
+        if isinstance(p, ast.Repeat):
+            size = written_out_size(p)
+            if size > MAX_WRITTEN_OUT:
+                raise self.error(
+                    f"this repetition writes its pattern out to {size} event patterns "
+                    f"(nested counts multiply); at most {MAX_WRITTEN_OUT} keep the "
+                    "automaton small: lower the counts or use + or *",
+                    p.span,
+                )
+        if isinstance(p, ast.As | ast.Iter | ast.Star | ast.Repeat):
             self.pattern(p.pattern)
             return
         self.pattern(p.left)
@@ -340,10 +349,31 @@ class _Checker:
                 raise UnsupportedError(
                     f"{type(other).__name__.upper().replace('NOTEVENT', 'NOT')} is not "
                     "supported yet together with conditions between events "
-                    "(the register engine evaluates ;, :, OR, +, :+, *, AS, FILTER, AND, ALL, "
-                    "UNLESS and NOT(...) without conditions inside)",
+                    "(the register engine evaluates ;, :, OR, +, :+, *, ?, {n,m}, AS, FILTER, AND, "
+                    "ALL, UNLESS and NOT(...) without conditions inside)",
                     span.line, span.column, self.source,
                 )
+
+
+MAX_WRITTEN_OUT = 2000
+"""Event patterns a repetition may write out to (``(A{1,50}){10}`` is 1000)."""
+
+
+def written_out_size(p: ast.Pattern) -> int:
+    """How many event patterns ``p`` is once its repetitions are written out.
+
+    ``p{n,m}`` counts ``2m - n`` copies of ``p`` (the optional ones are nested
+    ``p OR p ; ...``, see kleene.automata.unroll), ``p{n,}`` counts ``n``.
+    """
+    if isinstance(p, ast.EventType):
+        return 1
+    if isinstance(p, ast.Repeat):
+        low = max(p.low, 1)
+        copies = low if p.high is None else 2 * p.high - low
+        return copies * written_out_size(p.pattern)
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+        return written_out_size(p.pattern)
+    return written_out_size(p.left) + written_out_size(p.right)
 
 
 def _variables_anywhere(p: ast.Pattern) -> dict[str, frozenset[str]]:
@@ -361,7 +391,7 @@ def _variables_anywhere(p: ast.Pattern) -> dict[str, frozenset[str]]:
             inner = node.right if isinstance(node, ast.Unless) else node.pattern
             for var, types in variable_event_types(inner).items():
                 out[var] = out.get(var, frozenset()) | types
-        if isinstance(node, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+        if isinstance(node, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
             walk(node.pattern)
         else:
             walk(node.left)

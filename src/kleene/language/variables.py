@@ -17,7 +17,7 @@ __all__ = ["bound_variables", "event_types_of", "single_event", "variable_event_
 def _children(p: ast.Pattern) -> tuple[ast.Pattern, ...]:
     if isinstance(p, ast.EventType):
         return ()
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
         return (p.pattern,)
     return (p.left, p.right)
 
@@ -74,7 +74,7 @@ def single_event(p: ast.Pattern) -> bool:
 
 
 def nullable(pattern: ast.Pattern) -> bool:
-    """Whether the empty match ε belongs to ``pattern`` (only through ``*``).
+    """Whether the empty match ε belongs to ``pattern`` (only through ``*``, ``?``, ``{0,m}``).
 
     ε is never stored as a valuation (a complex event is non-empty); the flag
     only tells ``;``/``:`` that the operand may be skipped.  AS, FILTER, AND,
@@ -84,6 +84,8 @@ def nullable(pattern: ast.Pattern) -> bool:
     """
     if isinstance(pattern, ast.Star):
         return True
+    if isinstance(pattern, ast.Repeat):
+        return pattern.low == 0 or nullable(pattern.pattern)
     if isinstance(pattern, ast.Seq):
         return nullable(pattern.left) and nullable(pattern.right)
     if isinstance(pattern, ast.Or):

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kleene.automata.compile import NOT_LABEL, StateNumbering
+from kleene.automata.unroll import unroll
 from kleene.language import ast
 from kleene.language.conditions import (
     atoms,
@@ -165,6 +166,8 @@ def without_empty(p: ast.Pattern) -> ast.Pattern:
         return p
     if isinstance(p, ast.Star):
         return ast.Iter(without_empty(p.pattern), False, p.span)
+    if isinstance(p, ast.Repeat):
+        return without_empty(unroll(p))
     if isinstance(p, ast.Iter | ast.As | ast.Filter):
         return dataclasses.replace(p, pattern=without_empty(p.pattern))
     if isinstance(p, ast.Or | ast.And | ast.All | ast.Unless):
@@ -729,7 +732,7 @@ def _collect_types(p: ast.Pattern, out: list[str]) -> None:
         if p.name not in out:
             out.append(p.name)
         return
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
         _collect_types(p.pattern, out)
     else:
         _collect_types(p.left, out)
@@ -741,7 +744,7 @@ def _collect_streams(p: ast.Pattern, out: list[str]) -> None:
         if p.stream is not None and p.stream not in out:
             out.append(p.stream)
         return
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
         _collect_streams(p.pattern, out)
     else:
         _collect_streams(p.left, out)

@@ -5,7 +5,8 @@ Queries use event types A, B, C, whose events all carry ``v`` and ``w``
 key).  Patterns use the core CEL operators (``;``, ``:``, OR, ``+``, ``:+``,
 AS, FILTER) up to depth 4 over unary predicates; with ``full_cel=True`` also
 AND, ALL, UNLESS, single-event NOT(...), ``*`` and counted repetition
-(``{n,m}``, ``?``, ``:{n,m}``, counts up to 4), and every selection
+(``{n,m}``, ``?``, ``:{n,m}``, counts up to 4) and the wildcard event ``_``
+(``S>_``), and every selection
 strategy (the default is unchanged, for the core engine's tests).  Every FILTER variable and
 every SELECT variable occurs in the pattern it applies to, so generated
 queries are well-formed; a FILTER may still be vacuous at run time (a
@@ -31,6 +32,7 @@ from hypothesis import strategies as st
 
 from kleene.language import ast
 from kleene.language.conditions import has_conditions
+from kleene.language.variables import WILDCARD
 
 TYPES = ("A", "B", "C")
 VARIABLES = ("a", "b", "c")
@@ -166,7 +168,7 @@ def variables_of(pattern: ast.Pattern) -> frozenset[str]:
     so filters and SELECT lists never refer to them.
     """
     if isinstance(pattern, ast.EventType):
-        return frozenset({pattern.name})
+        return frozenset() if pattern.name == WILDCARD else frozenset({pattern.name})
     if isinstance(pattern, ast.As):
         return variables_of(pattern.pattern) | {pattern.var}
     if isinstance(pattern, ast.Filter | ast.Iter | ast.Star | ast.Repeat):
@@ -225,6 +227,10 @@ def patterns(
     engine's property tests (and their saved examples) are unaffected.
     """
     if depth == 0 or draw(st.integers(0, 3)) == 0:
+        wildcard = full_cel is True or (isinstance(full_cel, frozenset) and "wildcard" in full_cel)
+        if wildcard and draw(st.integers(0, 4)) == 0:  # `_` (or `S>_`): any event
+            stream = draw(st.sampled_from(qualifiers)) if qualifiers and draw(st.booleans()) else None
+            return ast.EventType(WILDCARD, stream)
         if qualifiers:
             return draw(event_types(qualifiers))
         return ast.EventType(draw(st.sampled_from(TYPES)))
@@ -473,6 +479,8 @@ def condition_patterns(draw: st.DrawFn, depth: int = 3, conjunctions: bool = Fal
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         if draw(st.integers(0, 7)) == 0:
             return draw(not_events())
+        if draw(st.integers(0, 7)) == 0:
+            return ast.EventType(WILDCARD)
         return ast.EventType(draw(st.sampled_from(TYPES)))
     kinds = CONDITION_KINDS + (("and", "all", "unless") if conjunctions else ())
     kind = draw(st.sampled_from(kinds))

@@ -150,6 +150,10 @@ def gt(attr: str, value: int | float) -> Compare:
         ("A OR B{2}", Or(A, Repeat(B, 2, 2))),
         ("A{2} AND B", And(Repeat(A, 2, 2), B)),
         ("S>A{2}", Repeat(EventType("A", "S"), 2, 2)),
+        # The wildcard event `_` (an EventType named "_": any event).
+        ("_ ; A", Seq(EventType("_"), A)),
+        ("S>_", EventType("_", "S")),
+        ("_ AS x{2,}", Repeat(As(EventType("_"), "x"), 2, None)),
     ],
 )
 def test_pattern_precedence(text: str, tree: ast.Pattern) -> None:

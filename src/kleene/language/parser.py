@@ -395,6 +395,11 @@ class _Builder(Transformer[Token, Any]):
 
     def p_as(self, meta: Meta, children: list[Any]) -> ast.As:
         pattern, var = children
+        if var == "_":
+            raise self._error(
+                "'_' is the wildcard event, not a variable name: choose another name after AS",
+                name_span(var, _span(meta)),
+            )
         return ast.As(pattern, str(var), _span(meta))
 
     def p_plus(self, meta: Meta, children: list[Any]) -> ast.Iter:

@@ -13,6 +13,8 @@ Semantics implemented (CORE paper §2 and the project's decisions):
   positions.  ``⟦φ⟧`` is computed bottom-up as a set of valuations:
 
   - ``R``: ``[i, i]`` with ``V(R) = {i}`` for every event ``i`` of type ``R``;
+  - ``_``: ``[i, i]``, positions ``{i}``, no variable, for every event ``i``
+    (``S>_``: every event of stream ``S``);
   - ``φ AS X``: ``V(X)`` := every position of the match;
   - ``φ FILTER X[P]``: keep ``V`` if every event in ``V(X)`` satisfies ``P``
     (vacuously true when ``V(X)`` is empty); ``AND``/``OR`` of filter atoms
@@ -188,8 +190,8 @@ class _Context:
 def _is_of_type(
     event: Mapping[str, Any], pattern: ast.EventType, type_key: str, stream_key: str | None
 ) -> bool:
-    if event.get(type_key) != pattern.name:
-        return False
+    if pattern.name != "_" and event.get(type_key) != pattern.name:
+        return False  # `_` is any event, whatever its type (or none)
     if pattern.stream is not None and stream_key is not None:
         return bool(event.get(stream_key) == pattern.stream)
     return True
@@ -383,7 +385,7 @@ def _not_event(pattern: ast.NotEvent, ctx: _Context) -> set[Valuation]:
 def _eval(pattern: ast.Pattern, ctx: _Context) -> set[Valuation]:
     if isinstance(pattern, ast.EventType):
         out = set()
-        binds = ctx.tracks(pattern.name)
+        binds = pattern.name != "_" and ctx.tracks(pattern.name)  # `_` binds nothing
         for i in ctx.positions:
             if _is_of_type(ctx.events[i], pattern, ctx.type_key, ctx.stream_key):
                 here = frozenset((i,))

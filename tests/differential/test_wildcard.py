@@ -216,3 +216,20 @@ def test_wildcard_of_each_stream_against_the_oracle() -> None:
     times = list(range(len(events)))
     for s in STREAMS:
         check_against_oracle((parse_query(f"SELECT * WHERE A ; {s}>_"), events, times), stream_key=STREAM_KEY)
+
+
+@pytest.mark.parametrize("runtime", ["pairs", "windowed", "runs"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * WHERE (_ AS a ; _ AS b) FILTER b[v > a.v] WITHIN 5 EVENTS",
+        "SELECT * WHERE (A AS a ; _ AS b) FILTER b[v > a.v] WITHIN 4 EVENTS",
+        "SELECT * WHERE (_ AS a ; (B AS b)? ; _ AS c) FILTER c[v > a.v] WITHIN 6 EVENTS",
+    ],
+)
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(stream=streams(max_size=12))
+def test_every_register_runtime_with_a_wildcard(runtime: str, text: str, stream: Any) -> None:
+    """The pair join, the windowed runtime and plain runs all read `_` as any event."""
+    events, times = stream
+    check_against_oracle((parse_query(text), events, times), register_runtime=runtime)

@@ -233,3 +233,17 @@ def test_every_register_runtime_with_a_wildcard(runtime: str, text: str, stream:
     """The pair join, the windowed runtime and plain runs all read `_` as any event."""
     events, times = stream
     check_against_oracle((parse_query(text), events, times), register_runtime=runtime)
+
+
+def test_several_wildcard_queries_together_without_a_type_column() -> None:
+    """Queries sharing one pass: none names a type, so none reads the missing column."""
+    texts = {
+        "late": "SELECT * WHERE _ AS x ; _ AS y FILTER y[dep_delay > 80]",
+        "three": "SELECT * WHERE (_ AS x):{3} PARTITION BY [carrier]",
+    }
+    qs = kleene.compile_many(texts, time_column="t", time_unit="s")
+    got = sorted((ce.query, ce.positions) for ce in qs.run(pa.Table.from_pylist(FLIGHTS)))
+    assert got == [("late", (0, 1)), ("three", (0, 2, 3)), ("three", (1, 4, 5))]
+    for name, text in texts.items():  # the same as each query alone
+        alone = kleene.compile(text, time_column="t", time_unit="s").run(pa.Table.from_pylist(FLIGHTS))
+        assert sorted(ce.positions for ce in alone) == [p for n, p in got if n == name]

@@ -165,7 +165,7 @@ def _valid(q: ast.Query) -> bool:
     return True
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases(max_depth=3, full_cel=frozenset({"not", "star", "repeat", "STRICT", "NEXT", "MAX"})), st.integers(0, 5))
 def test_engine_equals_oracle_with_a_wildcard(case: Any, k: int) -> None:
     query, events, times = case

@@ -35,7 +35,7 @@ def compile_case(query: ast.Query, stream_column: str | None = None, **tuning: A
 
 
 SUPPORTED_CEL = frozenset(
-    {"not", "star", "and", "all", "unless", "STRICT", "NEXT", "LAST", "MAX"}
+    {"not", "star", "and", "all", "unless", "repeat", "wildcard", "STRICT", "NEXT", "LAST", "MAX"}
 )
 """The constructs beyond the core language (all of them are evaluated by the engine)."""
 

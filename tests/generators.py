@@ -4,7 +4,9 @@ Queries use event types A, B, C, whose events all carry ``v`` and ``w``
 (ints 0..9), ``s`` (one of "x", "y", "z") and ``k`` (int 0..2, the partition
 key).  Patterns use the core CEL operators (``;``, ``:``, OR, ``+``, ``:+``,
 AS, FILTER) up to depth 4 over unary predicates; with ``full_cel=True`` also
-AND, ALL, UNLESS, single-event NOT(...) and ``*``, and every selection
+AND, ALL, UNLESS, single-event NOT(...), ``*`` and counted repetition
+(``{n,m}``, ``?``, ``:{n,m}``, counts up to 4) and the wildcard event ``_``
+(``S>_``), and every selection
 strategy (the default is unchanged, for the core engine's tests).  Every FILTER variable and
 every SELECT variable occurs in the pattern it applies to, so generated
 queries are well-formed; a FILTER may still be vacuous at run time (a
@@ -30,6 +32,7 @@ from hypothesis import strategies as st
 
 from kleene.language import ast
 from kleene.language.conditions import has_conditions
+from kleene.language.variables import WILDCARD
 
 TYPES = ("A", "B", "C")
 VARIABLES = ("a", "b", "c")
@@ -165,10 +168,10 @@ def variables_of(pattern: ast.Pattern) -> frozenset[str]:
     so filters and SELECT lists never refer to them.
     """
     if isinstance(pattern, ast.EventType):
-        return frozenset({pattern.name})
+        return frozenset() if pattern.name == WILDCARD else frozenset({pattern.name})
     if isinstance(pattern, ast.As):
         return variables_of(pattern.pattern) | {pattern.var}
-    if isinstance(pattern, ast.Filter | ast.Iter | ast.Star):
+    if isinstance(pattern, ast.Filter | ast.Iter | ast.Star | ast.Repeat):
         return variables_of(pattern.pattern)
     if isinstance(pattern, ast.Seq | ast.Or | ast.And | ast.All):
         return variables_of(pattern.left) | variables_of(pattern.right)
@@ -209,7 +212,7 @@ Language = bool | frozenset[str]
 
 FULL_KINDS = (
     "as", "filter", "seq", "seq", "contig", "or", "iter", "citer",
-    "star", "star", "and", "all", "all", "unless", "unless", "not", "not",
+    "star", "star", "and", "all", "all", "unless", "unless", "not", "not", "repeat", "repeat",
 )  # fmt: skip
 
 
@@ -224,6 +227,10 @@ def patterns(
     engine's property tests (and their saved examples) are unaffected.
     """
     if depth == 0 or draw(st.integers(0, 3)) == 0:
+        wildcard = full_cel is True or (isinstance(full_cel, frozenset) and "wildcard" in full_cel)
+        if wildcard and draw(st.integers(0, 4)) == 0:  # `_` (or `S>_`): any event
+            stream = draw(st.sampled_from(qualifiers)) if qualifiers and draw(st.booleans()) else None
+            return ast.EventType(WILDCARD, stream)
         if qualifiers:
             return draw(event_types(qualifiers))
         return ast.EventType(draw(st.sampled_from(TYPES)))
@@ -268,7 +275,17 @@ def patterns(
         return ast.Filter(inner, draw(filter_exprs(bound)))
     if kind == "star":
         return ast.Star(inner)
+    if kind == "repeat":
+        return draw(repeats(inner))
     return ast.Iter(inner, kind == "citer")
+
+
+@st.composite
+def repeats(draw: st.DrawFn, inner: ast.Pattern, most: int = 4) -> ast.Repeat:
+    """``inner{n,m}`` (``{n}``, ``{n,}``, ``{,m}``, ``?``), or ``inner:{n,m}``: counts up to ``most``."""
+    low = draw(st.integers(0, most - 1))
+    high = draw(st.one_of(st.none(), st.integers(max(low, 1), most)))
+    return ast.Repeat(inner, low, high, draw(st.integers(0, 2)) == 0)
 
 
 @st.composite
@@ -291,6 +308,9 @@ def iteration_depth(pattern: ast.Pattern) -> int:
         return 0
     if isinstance(pattern, ast.Iter | ast.Star):
         return 1 + iteration_depth(pattern.pattern)
+    if isinstance(pattern, ast.Repeat):  # its copies in sequence, then maybe a `*`
+        copies = pattern.low if pattern.high is None else pattern.high
+        return copies * iteration_depth(pattern.pattern) + (pattern.high is None)
     if isinstance(pattern, ast.As | ast.Filter):
         return iteration_depth(pattern.pattern)
     if isinstance(pattern, ast.Seq):
@@ -445,6 +465,7 @@ def condition_filter(draw: st.DrawFn, inner: ast.Pattern) -> ast.Pattern:
 
 CONDITION_KINDS = (
     "as", "as", "cond", "cond", "filter", "seq", "seq", "seq", "contig", "or", "iter", "citer", "star",
+    "repeat",
 )  # fmt: skip
 
 
@@ -458,6 +479,8 @@ def condition_patterns(draw: st.DrawFn, depth: int = 3, conjunctions: bool = Fal
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         if draw(st.integers(0, 7)) == 0:
             return draw(not_events())
+        if draw(st.integers(0, 7)) == 0:
+            return ast.EventType(WILDCARD)
         return ast.EventType(draw(st.sampled_from(TYPES)))
     kinds = CONDITION_KINDS + (("and", "all", "unless") if conjunctions else ())
     kind = draw(st.sampled_from(kinds))
@@ -482,6 +505,8 @@ def condition_patterns(draw: st.DrawFn, depth: int = 3, conjunctions: bool = Fal
         return ast.Filter(inner, draw(filter_exprs(tuple(sorted(variables_of(inner))), depth=1)))
     if kind == "star":
         return ast.Star(inner)
+    if kind == "repeat":
+        return draw(repeats(inner, most=3))
     return ast.Iter(inner, kind == "citer")
 
 

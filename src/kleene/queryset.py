@@ -207,7 +207,11 @@ class QuerySetSession(OrderedFeed):
         types: list[Any] | None = None
         for group in qs.groups:
             requirements = _batch_requirements(group, qs.plans, batch.schema)
-            conformed, problems = conform(batch, requirements, type_column=type_column)
+            # The type column is read only when some query of the group names a type.
+            typed = any(qs.plans[i].type_column is not None for i in group.members)
+            conformed, problems = conform(
+                batch, requirements, type_column=type_column if typed else None
+            )
             bits = group.predicates.evaluate(conformed)
             if problems and types is None and type_column in batch.schema.names:
                 types = batch.column(type_column).to_pylist()
@@ -270,7 +274,8 @@ def _problems_of(
     out = []
     for row, column, reason in problems:
         if column == type_column:
-            out.append((row, column, reason))
+            if query.type_column is not None:  # a query of `_` alone reads no type
+                out.append((row, column, reason))
             continue
         req = requirements.get(column)
         if req is None:

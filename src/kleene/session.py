@@ -207,9 +207,7 @@ class Session(OrderedFeed):
         if mine is not None:
             batch, positions, named = batch.filter(pa.array(mine)), positions[mine], named[mine]
         original = batch
-        batch, bad = conform(
-            batch, q.requirements_for(batch.schema), type_column=q.options.type_column
-        )
+        batch, bad = conform(batch, q.requirements_for(batch.schema), type_column=q.type_column)
         return self.process(
             original, batch, bad, positions, named, None, with_events=with_events, columnar=columnar
         )
@@ -221,7 +219,10 @@ class Session(OrderedFeed):
         """Without a declared schema, check the query against the first batch's columns."""
         if not self.checked:
             q = self.plan
-            check(q.query, q.text, Schema.from_arrow(batch.schema, q.options.type_column))
+            schema = Schema.from_arrow(
+                batch.schema, q.options.type_column, needs_type_column=q.type_column is not None
+            )
+            check(q.query, q.text, schema)
             self.checked = True
 
     def stream_rows(self, batch: pa.RecordBatch, named: np.ndarray) -> np.ndarray | None:

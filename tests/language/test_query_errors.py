@@ -115,6 +115,18 @@ def test_unexpected_end_points_at_the_end() -> None:
         ("CREATE STREAM S { EVENT A { x: float } } SELECT * WHERE A", "float", "unknown attribute type 'float'"),
         ("SELECT * FROM S WHERE A FILTER a[x > 1e999]", "1e999", "too large"),
         ("SELECT * WHERE A; SELECT * WHERE B", "; SELECT", "';' does not separate queries (it is the sequence operator)"),
+        # Counted repetition: bad counts point at the count.
+        ("SELECT * FROM S WHERE A ; B{3,2}", "2}", "repetition {3,2}: the maximum 2 is below the minimum 3"),
+        ("SELECT * FROM S WHERE B:{5,1}", "1}", "the maximum 1 is below the minimum 5"),
+        ("SELECT * FROM S WHERE B{101}", "101", "repetition count 101 is over the limit of 100"),
+        ("SELECT * FROM S WHERE B{2,500}", "500", "repetition count 500 is over the limit of 100"),
+        ("SELECT * FROM S WHERE B{1.5}", "1.5", "a repetition count is a whole number, not 1.5"),
+        ("SELECT * FROM S WHERE B{0}", "0}", "the maximum must be at least 1"),
+        ("SELECT * FROM S WHERE B{,0}", "0}", "the maximum must be at least 1"),
+        ("SELECT * FROM S WHERE B{}", "}", "unexpected '}', expected ',' or a number"),
+        ("SELECT * FROM S WHERE B{-1}", "-", "unexpected '-', expected ',' or a number"),
+        ("SELECT * FROM S WHERE B{x}", "x}", "unexpected 'x', expected ',' or a number"),
+        ("SELECT * FROM S WHERE {2}", "{", "unexpected '{'"),
     ],
 )
 def test_syntax_errors(text: str, needle: str, message: str) -> None:
@@ -202,6 +214,9 @@ def test_semantic_errors_with_declared_schema(text: str, needle: str, message: s
         ("SELECT * FROM S WHERE A WITHIN -1 EVENTS", "-1", "the window must not be negative"),
         ("SELECT * FROM S WHERE A WITHIN -1 seconds", "-1", "the duration must not be negative"),
         ("SELECT * FROM S WHERE A WITHIN -5 [ts]", "-5", "the window must not be negative"),
+        ("SELECT * FROM S WHERE A ; (B{1,50}){30}", "(B{1", "writes its pattern out to 2970 event patterns"),
+        ("SELECT * FROM S WHERE (A AS a ; B{2} AS b) FILTER B[x > b.x]", "b.x", "variable 'b' is bound to several events"),
+        ("SELECT * FROM S WHERE ((A AS a)? ; B) FILTER B[x > a.x]", "a.x", "variable 'a' is not bound in every match"),
     ],
 )
 def test_semantic_errors_without_schema(text: str, needle: str, message: str) -> None:

@@ -28,7 +28,7 @@ from kleene.language.printer import to_ceql
 from kleene.predicates.atoms import Atoms
 from kleene.runtime.lookahead import Lookahead
 
-SUPPORTED_CEL = frozenset({"not", "star", "and", "all", "unless", "STRICT", "NEXT", "LAST", "MAX"})
+SUPPORTED_CEL = frozenset({"not", "star", "and", "all", "unless", "repeat", "wildcard", "STRICT", "NEXT", "LAST", "MAX"})
 
 
 def outputs(

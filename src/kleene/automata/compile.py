@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from kleene.automata.cea import CEA, Transition
+from kleene.automata.unroll import unroll
 from kleene.language import ast
+from kleene.language.variables import nullable
 from kleene.predicates.atoms import Atoms
 
 
@@ -307,6 +309,11 @@ class _Builder:
         """``φ*``: ``φ+`` or nothing (see :class:`_Fragment`)."""
         f = self._Iter(ast.Iter(p.pattern))
         return _Fragment(f.transitions, f.initial, f.finals, True)
+
+    def _Repeat(self, p: ast.Repeat) -> _Fragment:  # noqa: N802
+        """``φ{n,m}``: its copies written out (kleene.automata.unroll), nullable when n = 0."""
+        f = self.build(unroll(p))
+        return _Fragment(f.transitions, f.initial, f.finals, nullable(p))
 
     def _NotEvent(self, p: ast.NotEvent) -> _Fragment:  # noqa: N802
         """``NOT(ψ)``: one event on which the single-event pattern ψ does not hold.

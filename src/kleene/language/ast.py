@@ -283,7 +283,26 @@ class Star:
     span: Span = _span()
 
 
-Pattern = EventType | As | Filter | Seq | Or | Iter | And | All | Unless | NotEvent | Star
+@dataclass(frozen=True)
+class Repeat:
+    """Counted repetition ``pattern{low,high}`` (``high`` None: unbounded), ``pattern?``.
+
+    The same as writing ``low`` to ``high`` copies of the pattern out with
+    ``;`` (``:`` when ``contiguous``, written ``pattern:{low,high}``); an
+    unbounded tail is ``pattern*`` (``:+`` when contiguous).  ``pattern?`` is
+    ``Repeat(pattern, 0, 1)``.  ``low == 0`` makes it nullable, like ``*``.
+    """
+
+    pattern: Pattern
+    low: int
+    high: int | None
+    contiguous: bool = False
+    span: Span = _span()
+
+
+Pattern = (
+    EventType | As | Filter | Seq | Or | Iter | And | All | Unless | NotEvent | Star | Repeat
+)
 
 # -------------------------------------------------------------------- clauses
 

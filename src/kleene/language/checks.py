@@ -30,6 +30,7 @@ from kleene.language.errors import QueryError, UnsupportedError
 from kleene.language.parser import name_span
 from kleene.language.schema import AttrKind, Schema
 from kleene.language.variables import (
+    WILDCARD,
     bound_variables,
     event_types_of,
     single_event,
@@ -39,6 +40,9 @@ from kleene.language.variables import (
 __all__ = ["bound_variables", "check", "compile_like"]
 
 """Strategies that compare whole matches: evaluated on SELECT * only, for now."""
+_WILDCARD_IS_NO_VARIABLE = (
+    "the wildcard _ matches any event but binds no variable: name its event with AS"
+)
 _LIMIT_RE = re.compile(r"\blimit\s+(-?\s*\d)", re.IGNORECASE)
 
 
@@ -147,7 +151,21 @@ class _Checker:
                 )
             self.pattern(p.pattern)
             return
-        if isinstance(p, ast.As | ast.Iter | ast.Star):
+        if isinstance(p, ast.Repeat):
+            size = written_out_size(p)
+            if size > MAX_WRITTEN_OUT:
+                raise self.error(
+                    f"this repetition writes its pattern out to {size} event patterns "
+                    f"(nested counts multiply); at most {MAX_WRITTEN_OUT} keep the "
+                    "automaton small: lower the counts or use + or *",
+                    p.span,
+                )
+        if isinstance(p, ast.As) and p.var == WILDCARD:
+            raise self.error(
+                "'_' is the wildcard event, not a variable name: choose another name after AS",
+                name_span(p.var, p.span),
+            )
+        if isinstance(p, ast.As | ast.Iter | ast.Star | ast.Repeat):
             self.pattern(p.pattern)
             return
         self.pattern(p.left)
@@ -162,6 +180,12 @@ class _Checker:
             )
         schema = self.schema
         if schema is None:
+            return
+        if e.name == WILDCARD:  # any event: only its stream, if any, must exist
+            if e.stream is not None and not schema.has_stream(e.stream):
+                raise self.error(
+                    f"unknown stream {e.stream!r}{_known(schema.streams or ())}", e.span
+                )
             return
         if e.stream is not None:
             if not schema.has_stream(e.stream):
@@ -190,6 +214,9 @@ class _Checker:
             self.filter(cond.left, bound, filtered)
             self.filter(cond.right, bound, filtered)
             return
+        if cond.var == WILDCARD:
+            message = _WILDCARD_IS_NO_VARIABLE + " (write `_ AS e ... FILTER e[...]`)"
+            raise self.error(message, cond.span)
         if cond.var not in bound:
             raise self.error(
                 f"variable {cond.var!r} is not bound by the pattern this FILTER applies to"
@@ -268,6 +295,8 @@ class _Checker:
         """Check ``attr`` exists on every event type ``var`` may bind; its kind."""
 
         def where(event_type: str) -> str:
+            if event_type == WILDCARD:
+                return f"unknown attribute {attr!r}: the input (read by {var!r}, bound to _)"
             bound = "" if var == event_type else f" (bound to {var!r})"
             return f"unknown attribute {attr!r}: event type {event_type!r}{bound}"
 
@@ -304,6 +333,11 @@ class _Checker:
     # ------------------------------------------------------------- clauses
     def select(self, s: ast.Select, bound: dict[str, frozenset[str]]) -> None:
         for item in s.items or ():
+            if item.var == WILDCARD:
+                raise self.error(
+                    _WILDCARD_IS_NO_VARIABLE + " (write `_ AS e` and SELECT e)",
+                    item.span if item.span != NO_SPAN else s.span,
+                )
             if item.var not in bound:
                 raise self.error(
                     f"SELECT variable {item.var!r} is not bound in the pattern{_known(bound)}",
@@ -340,10 +374,31 @@ class _Checker:
                 raise UnsupportedError(
                     f"{type(other).__name__.upper().replace('NOTEVENT', 'NOT')} is not "
                     "supported yet together with conditions between events "
-                    "(the register engine evaluates ;, :, OR, +, :+, *, AS, FILTER, AND, ALL, "
-                    "UNLESS and NOT(...) without conditions inside)",
+                    "(the register engine evaluates ;, :, OR, +, :+, *, ?, {n,m}, AS, FILTER, AND, "
+                    "ALL, UNLESS and NOT(...) without conditions inside)",
                     span.line, span.column, self.source,
                 )
+
+
+MAX_WRITTEN_OUT = 2000
+"""Event patterns a repetition may write out to (``(A{1,50}){10}`` is 1000)."""
+
+
+def written_out_size(p: ast.Pattern) -> int:
+    """How many event patterns ``p`` is once its repetitions are written out.
+
+    ``p{n,m}`` counts ``2m - n`` copies of ``p`` (the optional ones are nested
+    ``p OR p ; ...``, see kleene.automata.unroll), ``p{n,}`` counts ``n``.
+    """
+    if isinstance(p, ast.EventType):
+        return 1
+    if isinstance(p, ast.Repeat):
+        low = max(p.low, 1)
+        copies = low if p.high is None else 2 * p.high - low
+        return copies * written_out_size(p.pattern)
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+        return written_out_size(p.pattern)
+    return written_out_size(p.left) + written_out_size(p.right)
 
 
 def _variables_anywhere(p: ast.Pattern) -> dict[str, frozenset[str]]:
@@ -361,7 +416,7 @@ def _variables_anywhere(p: ast.Pattern) -> dict[str, frozenset[str]]:
             inner = node.right if isinstance(node, ast.Unless) else node.pattern
             for var, types in variable_event_types(inner).items():
                 out[var] = out.get(var, frozenset()) | types
-        if isinstance(node, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+        if isinstance(node, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
             walk(node.pattern)
         else:
             walk(node.left)

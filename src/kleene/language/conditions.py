@@ -78,7 +78,7 @@ def nary_filters(p: ast.Pattern) -> Iterator[tuple[ast.Filter, ast.FilterAtom]]:
                 yield p, atom
     if isinstance(p, ast.EventType):
         return
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
         yield from nary_filters(p.pattern)
     else:
         yield from nary_filters(p.left)
@@ -105,6 +105,14 @@ def binding_count(p: ast.Pattern, var: str) -> int | None:
         return binding_count(p.pattern, var)
     if isinstance(p, ast.Unless):
         return binding_count(p.left, var)  # the right side binds nothing outside
+    if isinstance(p, ast.Repeat):
+        # As if written out with ';': p{1} is p; p{0,m} may bind nothing (like *).
+        inner = binding_count(p.pattern, var)
+        if inner == 0:
+            return 0
+        if p.low == 0 or inner is None:
+            return None
+        return inner if p.high == 1 else MANY
     if isinstance(p, ast.Iter | ast.Star):
         inner = binding_count(p.pattern, var)
         if inner == 0:
@@ -149,6 +157,8 @@ def precedes(p: ast.Pattern, first: str, then: str) -> bool:
             if {first, then} <= bound_variables(side):
                 return not {first, then} & bound_variables(other) and precedes(side, first, then)
         return False
+    if isinstance(p, ast.Repeat) and p.high == 1:
+        return precedes(p.pattern, first, then)  # one copy (or none)
     return False  # iterations repeat `first`
 
 
@@ -218,7 +228,7 @@ def across_conjunction(p: ast.Pattern, a: str, x: str) -> ast.And | ast.All | No
         return p
     if isinstance(p, ast.EventType):
         return None
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
         return across_conjunction(p.pattern, a, x)
     if isinstance(p, ast.Unless):
         return across_conjunction(p.left, a, x)
@@ -243,7 +253,7 @@ def without_self_references(p: ast.Pattern) -> ast.Pattern:
         return p
     if isinstance(p, ast.Filter):
         return ast.Filter(without_self_references(p.pattern), _plain_filter(p.condition), p.span)
-    if isinstance(p, ast.As | ast.Iter | ast.Star | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
         return dataclasses.replace(p, pattern=without_self_references(p.pattern))
     return dataclasses.replace(
         p, left=without_self_references(p.left), right=without_self_references(p.right)
@@ -262,6 +272,6 @@ def unsupported_with_conditions(p: ast.Pattern) -> ast.Pattern | None:
         return p if has_conditions(p.pattern) else None
     if isinstance(p, ast.EventType):
         return None
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat):
         return unsupported_with_conditions(p.pattern)
     return unsupported_with_conditions(p.left) or unsupported_with_conditions(p.right)

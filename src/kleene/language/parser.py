@@ -39,7 +39,11 @@ from kleene.language.ast import NO_SPAN, Span
 from kleene.language.errors import QueryError
 from kleene.language.syntax_errors import syntax_error
 
-__all__ = ["Name", "parse", "parse_query", "name_span"]
+__all__ = ["MAX_REPEAT", "Name", "parse", "parse_query", "name_span"]
+
+MAX_REPEAT = 100
+"""The largest count of ``p{n,m}``: the automaton holds a copy of ``p`` per count
+(two for the optional ones), so counts stay small; ``+`` and ``*`` say "many"."""
 
 
 class Name(str):
@@ -391,6 +395,11 @@ class _Builder(Transformer[Token, Any]):
 
     def p_as(self, meta: Meta, children: list[Any]) -> ast.As:
         pattern, var = children
+        if var == "_":
+            raise self._error(
+                "'_' is the wildcard event, not a variable name: choose another name after AS",
+                name_span(var, _span(meta)),
+            )
         return ast.As(pattern, str(var), _span(meta))
 
     def p_plus(self, meta: Meta, children: list[Any]) -> ast.Iter:
@@ -401,6 +410,63 @@ class _Builder(Transformer[Token, Any]):
 
     def p_star(self, meta: Meta, children: list[Any]) -> ast.Star:
         return ast.Star(children[0], _span(meta))
+
+    def p_optional(self, meta: Meta, children: list[Any]) -> ast.Repeat:
+        return ast.Repeat(children[0], 0, 1, False, _span(meta))
+
+    def p_repeat(self, meta: Meta, children: list[Any]) -> ast.Repeat:
+        low, high = children[1]
+        return ast.Repeat(children[0], low, high, False, _span(meta))
+
+    def p_crepeat(self, meta: Meta, children: list[Any]) -> ast.Repeat:
+        low, high = children[1]
+        return ast.Repeat(children[0], low, high, True, _span(meta))
+
+    def _count(self, tok: Token) -> int:
+        """A repetition count: a whole number up to MAX_REPEAT (caret at the number)."""
+        if not _INT_RE.fullmatch(str(tok)):
+            raise self._error(
+                f"a repetition count is a whole number, not {str(tok)}", _tok_span(tok)
+            )
+        value = int(str(tok))
+        if value > MAX_REPEAT:
+            raise self._error(
+                f"repetition count {value} is over the limit of {MAX_REPEAT} "
+                "(each copy is a part of the automaton; use + or * for 'many')",
+                _tok_span(tok),
+            )
+        return value
+
+    def _bounds(self, low: int, high: int | None, tok: Token) -> tuple[int, int | None]:
+        if high is not None and high < low:
+            raise self._error(
+                f"repetition {{{low},{high}}}: the maximum {high} is below the minimum {low}",
+                _tok_span(tok),
+            )
+        if high == 0:
+            raise self._error(
+                "a repetition of at most 0 copies matches nothing: the maximum must be "
+                "at least 1",
+                _tok_span(tok),
+            )
+        return low, high
+
+    def count_exact(self, meta: Meta, children: list[Any]) -> tuple[int, int | None]:
+        (tok,) = children
+        n = self._count(tok)
+        return self._bounds(n, n, tok)
+
+    def count_at_least(self, meta: Meta, children: list[Any]) -> tuple[int, int | None]:
+        (tok,) = children
+        return self._bounds(self._count(tok), None, tok)
+
+    def count_between(self, meta: Meta, children: list[Any]) -> tuple[int, int | None]:
+        low, high = children
+        return self._bounds(self._count(low), self._count(high), high)
+
+    def count_at_most(self, meta: Meta, children: list[Any]) -> tuple[int, int | None]:
+        (tok,) = children
+        return self._bounds(0, self._count(tok), tok)
 
     def p_seq(self, meta: Meta, children: list[Any]) -> ast.Seq:
         return ast.Seq(children[0], children[1], False, _span(meta))

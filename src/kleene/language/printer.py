@@ -107,6 +107,19 @@ def filter_to_ceql(cond: ast.FilterExpr) -> str:
     return _filter(cond)
 
 
+def repeat_suffix(p: ast.Repeat) -> str:
+    """``?``, ``{n}``, ``{n,}``, ``{n,m}`` or their ``:{...}`` forms, as the user writes them."""
+    if (p.low, p.high, p.contiguous) == (0, 1, False):
+        return "?"
+    if p.high is None:
+        count = f"{p.low},"
+    elif p.high == p.low:
+        count = str(p.low)
+    else:
+        count = f"{p.low},{p.high}"
+    return (":{" if p.contiguous else "{") + count + "}"
+
+
 _BINARY = {ast.Or: "OR", ast.And: "AND", ast.All: "ALL", ast.Unless: "UNLESS"}
 
 
@@ -126,6 +139,8 @@ def pattern_to_ceql(p: ast.Pattern) -> str:
         return f"({pattern_to_ceql(p.pattern)} {':+' if p.contiguous else '+'})"
     if isinstance(p, ast.Star):
         return f"({pattern_to_ceql(p.pattern)} *)"
+    if isinstance(p, ast.Repeat):
+        return f"({pattern_to_ceql(p.pattern)}{repeat_suffix(p)})"
     if isinstance(p, ast.NotEvent):
         return f"NOT({pattern_to_ceql(p.pattern)})"
     return f"({pattern_to_ceql(p.left)} {_BINARY[type(p)]} {pattern_to_ceql(p.right)})"

@@ -133,15 +133,19 @@ class Schema:
         arrow_schema: pa.Schema,
         type_column: str = "type",
         event_types: Iterable[str] | None = None,
+        *,
+        needs_type_column: bool = True,
     ) -> Schema:
         """Infer a schema from the input's columns.
 
         Every column except ``type_column`` is an attribute of every event
         type; columns of types a predicate cannot use (lists, structs,
         binary) are left out.  Event type names are open unless
-        ``event_types`` lists them.  Stream names are open.
+        ``event_types`` lists them.  Stream names are open.  A query that
+        names no event type (only the wildcard ``_``) passes
+        ``needs_type_column=False``: the input may then have no type column.
         """
-        if arrow_schema.get_field_index(type_column) < 0:
+        if needs_type_column and arrow_schema.get_field_index(type_column) < 0:
             columns = ", ".join(arrow_schema.names[:12]) + (", ..." if len(arrow_schema) > 12 else "")
             raise DataError(
                 f"the input has no event type column {type_column!r} (its columns: {columns}); "

@@ -11,13 +11,30 @@ from __future__ import annotations
 
 from kleene.language import ast
 
-__all__ = ["bound_variables", "event_types_of", "single_event", "variable_event_types"]
+__all__ = [
+    "WILDCARD",
+    "bound_variables",
+    "event_types_of",
+    "is_wildcard",
+    "named_event_types",
+    "single_event",
+    "variable_event_types",
+]
+
+WILDCARD = "_"
+"""The event pattern ``_`` (``S>_``): any event, of any type.  It binds no variable
+(name its event with ``_ AS x``); as an event type of a variable it means "any type"."""
+
+
+def is_wildcard(p: ast.Pattern) -> bool:
+    """Is ``p`` the wildcard event ``_`` (maybe of a stream, ``S>_``)?"""
+    return isinstance(p, ast.EventType) and p.name == WILDCARD
 
 
 def _children(p: ast.Pattern) -> tuple[ast.Pattern, ...]:
     if isinstance(p, ast.EventType):
         return ()
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
         return (p.pattern,)
     return (p.left, p.right)
 
@@ -32,6 +49,11 @@ def event_types_of(p: ast.Pattern) -> frozenset[str]:
     return out
 
 
+def named_event_types(p: ast.Pattern) -> frozenset[str]:
+    """The event types ``p`` names, the wildcard left out: the type column is read only for them."""
+    return event_types_of(p) - {WILDCARD}
+
+
 def variable_event_types(p: ast.Pattern) -> dict[str, frozenset[str]]:
     """Each variable the pattern binds -> the event types it can be bound to."""
     out: dict[str, frozenset[str]] = {}
@@ -41,7 +63,8 @@ def variable_event_types(p: ast.Pattern) -> dict[str, frozenset[str]]:
 
     def walk(node: ast.Pattern) -> None:
         if isinstance(node, ast.EventType):
-            add(node.name, frozenset((node.name,)))
+            if node.name != WILDCARD:  # `_` binds nothing: `_ AS x` names its event
+                add(node.name, frozenset((node.name,)))
             return
         if isinstance(node, ast.NotEvent):
             return  # the event of NOT(...) is in the match but binds no variable
@@ -74,7 +97,7 @@ def single_event(p: ast.Pattern) -> bool:
 
 
 def nullable(pattern: ast.Pattern) -> bool:
-    """Whether the empty match ε belongs to ``pattern`` (only through ``*``).
+    """Whether the empty match ε belongs to ``pattern`` (only through ``*``, ``?``, ``{0,m}``).
 
     ε is never stored as a valuation (a complex event is non-empty); the flag
     only tells ``;``/``:`` that the operand may be skipped.  AS, FILTER, AND,
@@ -84,6 +107,8 @@ def nullable(pattern: ast.Pattern) -> bool:
     """
     if isinstance(pattern, ast.Star):
         return True
+    if isinstance(pattern, ast.Repeat):
+        return pattern.low == 0 or nullable(pattern.pattern)
     if isinstance(pattern, ast.Seq):
         return nullable(pattern.left) and nullable(pattern.right)
     if isinstance(pattern, ast.Or):

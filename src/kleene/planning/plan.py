@@ -99,6 +99,11 @@ class Plan:
     from_streams: frozenset[str] | None
     """The streams the query reads (None: every event of the input)."""
 
+    @property
+    def type_column(self) -> str | None:
+        """The input column of event types, None when the query names none (only ``_``)."""
+        return self.options.type_column if self.atoms.event_types else None
+
     def build_engine(self) -> BatchEngine:
         """A fresh engine of the kind the planner chose, in its initial state."""
         if self.srt is not None:
@@ -153,7 +158,7 @@ class Plan:
                 kind = "string"
             else:
                 continue
-            out[attr] = Requirement(kind, types)
+            out[attr] = Requirement(kind, None if "_" in types else types)  # `_`: every row
         return out
 
     def explain(self) -> str:

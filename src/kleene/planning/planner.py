@@ -18,7 +18,7 @@ from kleene.language.conditions import nary_filters, var_attrs, without_self_ref
 from kleene.language.errors import UnsupportedError
 from kleene.language.printer import filter_to_ceql
 from kleene.language.schema import Schema
-from kleene.language.variables import variable_event_types
+from kleene.language.variables import WILDCARD, variable_event_types
 from kleene.options import InputOptions
 from kleene.planning.plan import Plan, Tuning
 from kleene.predicates.atoms import Atoms
@@ -125,7 +125,7 @@ def plan_query(
         requirements=requirements,
         untyped=untyped,
         partition_by=partition_by,
-        columns=_read_columns(query, options, partition_by),
+        columns=_read_columns(query, options, partition_by, bool(atoms.event_types)),
         attrs=_projected_attributes(query),
         from_streams=(
             frozenset(query.streams) if with_streams and query.streams else None
@@ -161,10 +161,13 @@ def _window_amount(window: ast.Window | None) -> int | float | None:
 
 
 def _read_columns(
-    query: ast.Query, options: InputOptions, partition_by: tuple[str, ...]
+    query: ast.Query, options: InputOptions, partition_by: tuple[str, ...], typed: bool
 ) -> tuple[str, ...]:
-    """The input columns a run reads when the events' data is not output."""
-    names = [options.type_column]
+    """The input columns a run reads when the events' data is not output.
+
+    ``typed``: the query names an event type (the wildcard ``_`` alone reads no type).
+    """
+    names = [options.type_column] if typed else []
     for f in _filters(query.where):
         for atom in filter_atoms(f.condition):
             names += sorted(_attributes(atom.pred) | {r.name for r in var_attrs(atom.pred)})
@@ -212,8 +215,9 @@ def _requirements(
     # always); one compared only with other events' values of unknown
     # kind (`kind = a.kind`) compares by its runtime type, unconverted.
     unary = {name for p in every for name in _attributes(p) if not any(var_attrs(p))}
+    # A variable bound to the wildcard `_` reads the attribute on events of every type.
     out = {
-        attr: Requirement(kinds.get(attr, "number"), frozenset(types))
+        attr: Requirement(kinds.get(attr, "number"), None if WILDCARD in types else frozenset(types))
         for attr, types in req.items()
         if types and (attr in kinds or attr in unary)
     }

@@ -11,6 +11,7 @@ where the bits are made; the automaton compiler
 from __future__ import annotations
 
 from kleene.language import ast
+from kleene.language.variables import WILDCARD
 from kleene.predicates.nodes import structural_key
 
 
@@ -42,14 +43,14 @@ class Atoms:
 
         def walk(p: ast.Pattern) -> None:
             if isinstance(p, ast.EventType):
-                if p.name not in types:
+                if p.name not in types and p.name != WILDCARD:  # `_` tests no type
                     types.append(p.name)
                 if with_streams and p.stream is not None and p.stream not in streams:
                     streams.append(p.stream)
             elif isinstance(p, ast.Filter):
                 walk(p.pattern)
                 _filter_preds(p.condition, preds, seen)
-            elif isinstance(p, (ast.As, ast.Iter, ast.Star, ast.NotEvent)):
+            elif isinstance(p, (ast.As, ast.Iter, ast.Star, ast.Repeat, ast.NotEvent)):
                 walk(p.pattern)
             else:
                 walk(p.left)
@@ -64,8 +65,11 @@ class Atoms:
         return 1 << self.event_types.index(name)
 
     def event_mask(self, event: ast.EventType) -> int:
-        """The bits an event type atom tests: its type, and its stream if numbered."""
-        mask = self.type_mask(event.name)
+        """The bits an event type atom tests: its type, and its stream if numbered.
+
+        The wildcard ``_`` tests no type bit (mask 0 holds on every event).
+        """
+        mask = 0 if event.name == WILDCARD else self.type_mask(event.name)
         if event.stream is not None and event.stream in self.streams:
             mask |= self.stream_mask(event.stream)
         return mask

@@ -319,7 +319,7 @@ def conform(
     batch: pa.RecordBatch,
     requirements: Mapping[str, Requirement],
     *,
-    type_column: str = "type",
+    type_column: str | None = "type",
 ) -> tuple[pa.RecordBatch, list[tuple[int, str, str]]]:
     """Cast the required columns of ``batch`` to their kinds and list the bad rows.
 
@@ -331,7 +331,9 @@ def conform(
     type is in the requirement's ``event_types`` (every row for ``None``);
     the type column is checked on every row: missing (``"missing
     attribute"``) or null (``"null value"``).  Rows of an unknown type are
-    not bad: they simply match no event type of the query.
+    not bad: they simply match no event type of the query.  ``type_column``
+    None: the query reads no type (its only event pattern is ``_``), so no row
+    is checked for one.
 
     The work is whole-column kernels; Python only runs for rows that are bad
     (to word the reason) and per distinct value of dictionary columns.
@@ -344,7 +346,9 @@ def conform(
     found: list[tuple[np.ndarray, int, str, _Reasons]] = []
 
     type_col: pa.Array | None = None
-    if type_column in index:
+    if type_column is None:
+        pass  # the query names no event type (only the wildcard `_`): no type is read
+    elif type_column in index:
         type_col = batch.column(index[type_column])
         found.append((_nulls(type_col), -1, type_column, _fixed(NULL)))
     else:

@@ -13,6 +13,8 @@ Semantics implemented (CORE paper §2 and the project's decisions):
   positions.  ``⟦φ⟧`` is computed bottom-up as a set of valuations:
 
   - ``R``: ``[i, i]`` with ``V(R) = {i}`` for every event ``i`` of type ``R``;
+  - ``_``: ``[i, i]``, positions ``{i}``, no variable, for every event ``i``
+    (``S>_``: every event of stream ``S``);
   - ``φ AS X``: ``V(X)`` := every position of the match;
   - ``φ FILTER X[P]``: keep ``V`` if every event in ``V(X)`` satisfies ``P``
     (vacuously true when ``V(X)`` is empty); ``AND``/``OR`` of filter atoms
@@ -40,10 +42,13 @@ Semantics implemented (CORE paper §2 and the project's decisions):
   - ``NOT(ψ)`` (ψ a single-event pattern: ``E``, ``AS``, ``FILTER``, ``OR``
     of those): ``[i, i]``, positions ``{i}``, no variable, for every event
     ``i`` such that ``{i}`` is not a match of ``ψ``;
+  - ``φ{n,m}`` (``φ:{n,m}``): the union of ``φ^k`` for ``n <= k <= m``, ``k``
+    copies of ``φ`` joined by ``;`` (``:``); ``φ{n,}`` is ``φ^n ; φ*``;
+    ``φ?`` is ``φ{0,1}``;
   - ``φ*``: the valuations of ``φ+``, plus the *empty match* ε, which is
     never a valuation of its own: a pattern is *nullable* (syntactically:
-    ``*``; ``;``/``:`` of two nullable; OR with a nullable side; ``+`` of a
-    nullable) and ``⟦φ1 ; φ2⟧`` adds ``⟦φ1⟧`` when ``φ2`` is nullable and
+    ``*``; ``{0,m}``, ``?``, or a repetition of a nullable; ``;``/``:`` of
+    two nullable; OR with a nullable side; ``+`` of a nullable) and ``⟦φ1 ; φ2⟧`` adds ``⟦φ1⟧`` when ``φ2`` is nullable and
     ``⟦φ2⟧`` when ``φ1`` is (ε is the identity of sequencing).  AS, FILTER,
     AND, ALL, UNLESS and NOT treat a nullable operand as its non-empty
     matches only; the query's output never contains ε.
@@ -185,8 +190,8 @@ class _Context:
 def _is_of_type(
     event: Mapping[str, Any], pattern: ast.EventType, type_key: str, stream_key: str | None
 ) -> bool:
-    if event.get(type_key) != pattern.name:
-        return False
+    if pattern.name != "_" and event.get(type_key) != pattern.name:
+        return False  # `_` is any event, whatever its type (or none)
     if pattern.stream is not None and stream_key is not None:
         return bool(event.get(stream_key) == pattern.stream)
     return True
@@ -280,6 +285,38 @@ def _iterate(base: set[Valuation], contiguous: bool, ctx: _Context) -> set[Valua
     return result
 
 
+def _repeat(pattern: ast.Repeat, ctx: _Context) -> set[Valuation]:
+    """``⟦φ{n,m}⟧ = ⋃ ⟦φ^k⟧`` for ``n <= k <= m``; ``⟦φ{n,}⟧ = ⟦φ^n ; φ*⟧``.
+
+    ``φ^k`` is ``k`` copies of ``φ`` joined by ``;`` (by ``:`` for ``φ:{n,m}``),
+    ``φ^0`` the empty match alone.  A set of valuations travels with whether
+    ε belongs to it, and ``;`` with ε is the identity, as in ``_eval``'s Seq.
+    """
+    base, base_empty = _eval(pattern.pattern, ctx), nullable(pattern.pattern)
+    glue = pattern.contiguous
+
+    def then(
+        a: tuple[set[Valuation], bool], b: tuple[set[Valuation], bool]
+    ) -> tuple[set[Valuation], bool]:
+        out = _sequence(a[0], b[0], glue, ctx)
+        if b[1]:
+            out |= a[0]
+        if a[1]:
+            out |= b[0]
+        return out, a[1] and b[1]
+
+    power: tuple[set[Valuation], bool] = (set(), True)  # φ^0 = {ε}
+    for _ in range(pattern.low):
+        power = then(power, (base, base_empty))
+    if pattern.high is None:
+        return then(power, (_iterate(base, glue, ctx), True))[0]
+    out = set(power[0])
+    for _ in range(pattern.high - pattern.low):
+        power = then(power, (base, base_empty))
+        out |= power[0]
+    return out
+
+
 def _all(left: set[Valuation], right: set[Valuation], ctx: _Context) -> set[Valuation]:
     """``⟦φ1 ALL φ2⟧``: every pair, any order, overlap allowed, variables unioned."""
     out: set[Valuation] = set()
@@ -348,7 +385,7 @@ def _not_event(pattern: ast.NotEvent, ctx: _Context) -> set[Valuation]:
 def _eval(pattern: ast.Pattern, ctx: _Context) -> set[Valuation]:
     if isinstance(pattern, ast.EventType):
         out = set()
-        binds = ctx.tracks(pattern.name)
+        binds = pattern.name != "_" and ctx.tracks(pattern.name)  # `_` binds nothing
         for i in ctx.positions:
             if _is_of_type(ctx.events[i], pattern, ctx.type_key, ctx.stream_key):
                 here = frozenset((i,))
@@ -387,6 +424,8 @@ def _eval(pattern: ast.Pattern, ctx: _Context) -> set[Valuation]:
         return _iterate(_eval(pattern.pattern, ctx), pattern.contiguous, ctx)
     if isinstance(pattern, ast.Star):
         return _iterate(_eval(pattern.pattern, ctx), False, ctx)
+    if isinstance(pattern, ast.Repeat):
+        return _repeat(pattern, ctx)
     if isinstance(pattern, ast.And):
         return _and(_eval(pattern.left, ctx), _eval(pattern.right, ctx), ctx)
     if isinstance(pattern, ast.All):
@@ -411,7 +450,7 @@ def pattern_variables(pattern: ast.Pattern) -> frozenset[str]:
         return pattern_variables(pattern.pattern) | _filter_variables(pattern.condition)
     if isinstance(pattern, ast.Seq | ast.Or | ast.And | ast.All | ast.Unless):
         return pattern_variables(pattern.left) | pattern_variables(pattern.right)
-    if isinstance(pattern, ast.Iter | ast.NotEvent | ast.Star):
+    if isinstance(pattern, ast.Iter | ast.NotEvent | ast.Star | ast.Repeat):
         return pattern_variables(pattern.pattern)
     raise TypeError(f"not a pattern: {pattern!r}")
 
@@ -428,7 +467,7 @@ def _read_variables(pattern: ast.Pattern) -> frozenset[str]:
         return frozenset()
     if isinstance(pattern, ast.Filter):
         return _read_variables(pattern.pattern) | _filter_variables(pattern.condition)
-    if isinstance(pattern, ast.As | ast.Iter | ast.NotEvent | ast.Star):
+    if isinstance(pattern, ast.As | ast.Iter | ast.NotEvent | ast.Star | ast.Repeat):
         return _read_variables(pattern.pattern)
     if isinstance(pattern, ast.Seq | ast.Or | ast.And | ast.All | ast.Unless):
         return _read_variables(pattern.left) | _read_variables(pattern.right)

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kleene.automata.compile import NOT_LABEL, StateNumbering
+from kleene.automata.unroll import unroll
 from kleene.language import ast
 from kleene.language.conditions import (
     atoms,
@@ -65,7 +66,7 @@ from kleene.language.conditions import (
     reads_prev,
     var_attrs,
 )
-from kleene.language.variables import nullable
+from kleene.language.variables import WILDCARD, nullable
 from kleene.predicates.nodes import structural_key
 from kleene.registers.guards import Guard, compile_guard
 
@@ -165,6 +166,8 @@ def without_empty(p: ast.Pattern) -> ast.Pattern:
         return p
     if isinstance(p, ast.Star):
         return ast.Iter(without_empty(p.pattern), False, p.span)
+    if isinstance(p, ast.Repeat):
+        return without_empty(unroll(p))
     if isinstance(p, ast.Iter | ast.As | ast.Filter):
         return dataclasses.replace(p, pattern=without_empty(p.pattern))
     if isinstance(p, ast.Or | ast.And | ast.All | ast.Unless):
@@ -282,12 +285,13 @@ class _Builder:
         return method(p)
 
     def _EventType(self, p: ast.EventType) -> _Frag:  # noqa: N802 (dispatch on class name)
-        if p.name not in self.event_types:
+        if p.name not in self.event_types and p.name != WILDCARD:
             if self.preds:
                 raise AssertionError("event types are numbered before predicates")
             self.event_types.append(p.name)
         s, f = self.state(), self.state()
-        mask = 1 << self.event_types.index(p.name)
+        # The wildcard `_` tests no type bit: mask 0 holds on every event.
+        mask = 0 if p.name == WILDCARD else 1 << self.event_types.index(p.name)
         if p.stream is not None and p.stream in self.streams:
             mask |= 1 << (self.stream_base + self.streams.index(p.stream))
         t = _Cons(s, mask, {p.name}, f)
@@ -726,10 +730,10 @@ def _attrs_of(node: ast.Pred | ast.Expr) -> list[str]:
 
 def _collect_types(p: ast.Pattern, out: list[str]) -> None:
     if isinstance(p, ast.EventType):
-        if p.name not in out:
+        if p.name not in out and p.name != WILDCARD:
             out.append(p.name)
         return
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
         _collect_types(p.pattern, out)
     else:
         _collect_types(p.left, out)
@@ -741,7 +745,7 @@ def _collect_streams(p: ast.Pattern, out: list[str]) -> None:
         if p.stream is not None and p.stream not in out:
             out.append(p.stream)
         return
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
         _collect_streams(p.pattern, out)
     else:
         _collect_streams(p.left, out)

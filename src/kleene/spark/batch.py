@@ -213,12 +213,13 @@ def detect(
             raise KleeneError(f"column names starting with {PREFIX!r} are reserved: {name!r}")
     order_cols = [order_by] if isinstance(order_by, str) else list(order_by or [])
     optional = [c for c in (time_column, stream_column) if c]
-    for name in [type_column, *optional, *order_cols]:
+    typed = [type_column] if compiled.plan.type_column is not None else []  # not for `_` alone
+    for name in [*typed, *optional, *order_cols]:
         if name not in columns:
             raise KleeneError(f"no column {name!r} in the input (columns: {', '.join(columns)})")
     if compiled.schema is None:
         # Fail on the driver, with the query's caret, rather than in every task.
-        check(compiled.ast, text, Schema.from_arrow(to_arrow_schema(df.schema, timezone=_tz(df.sparkSession)), type_column))
+        check(compiled.ast, text, Schema.from_arrow(to_arrow_schema(df.schema, timezone=_tz(df.sparkSession)), type_column, needs_type_column=bool(typed)))
 
     spark = df.sparkSession
     k = ranges if ranges is not None else 2 * spark.sparkContext.defaultParallelism

@@ -205,12 +205,16 @@ def detect_stream(
     for name in columns:
         if name.startswith(PREFIX):
             raise KleeneError(f"column names starting with {PREFIX!r} are reserved: {name!r}")
-    for name in [type_column, time_column, *([id_column] if id_column else [])]:
+    typed = [type_column] if compiled.plan.type_column is not None else []  # not for `_` alone
+    for name in [*typed, time_column, *([id_column] if id_column else [])]:
         if name not in columns:
             raise KleeneError(f"no column {name!r} in the input (columns: {', '.join(columns)})")
     if compiled.schema is None:
         check(
-            compiled.ast, text, Schema.from_arrow(to_arrow_schema(streaming_df.schema, timezone="UTC"), type_column)
+            compiled.ast, text, Schema.from_arrow(
+                to_arrow_schema(streaming_df.schema, timezone="UTC"), type_column,
+                needs_type_column=bool(typed),
+            )
         )
 
     input_schema = streaming_df.schema

@@ -69,3 +69,10 @@ def test_running_still_needs_the_time_column(capsys: pytest.CaptureFixture[str])
     """Only explaining goes without: compile() (and so `kleene run`) still asks for it."""
     with pytest.raises(kleene.UnsupportedError, match="time_column"):
         kleene.compile(TIMED)
+
+
+def test_a_wildcard_query_reads_no_type_column(capsys: pytest.CaptureFixture[str]) -> None:
+    query = "SELECT * WHERE _ as a; _ as b FILTER a[delay > 60] PARTITION BY [carrier]"
+    code, out, err = explain(capsys, query)
+    assert code == 0, err
+    assert "reads columns: delay, carrier (no event type column: every event pattern is _)" in out

@@ -201,3 +201,11 @@ def test_cli_output_of_several_queries_is_a_usage_error(tmp_path: Path, capsys: 
     assert code == 2 and "QUERY holds several" in err
     code, out, err = run_explain(capsys, str(f), "--dot")
     assert code == 0 and out.count("digraph kleene {") == 2
+
+
+def test_the_wildcard_and_counted_repetition_read_as_written() -> None:
+    q = kleene.compile("SELECT * WHERE SELL as a; BUY{2} as b; _ as c; _")
+    dot = parse_dot(q.automaton_dot())
+    assert q.plan.cea is not None and len(dot.labels()) == len(q.plan.cea.transitions)
+    assert dot.labels().count("BUY as b •") == 2  # {2}: two BUY events, one after the other
+    assert "_ as c •" in dot.labels() and "_ •" in dot.labels()

@@ -28,6 +28,7 @@ from kleene.language import ast
 from kleene.language.conditions import without_self_references
 from kleene.language.errors import KleeneError
 from kleene.language.printer import pred_to_ceql, quote_name
+from kleene.language.variables import WILDCARD
 from kleene.pictures.text import query_lines
 from kleene.planning.planner import WHOLE_MATCH_STRATEGIES
 
@@ -122,10 +123,14 @@ def _mark(t: Transition, kept: dict[Transition, frozenset[bool]]) -> str:
 
 
 def _bound(names: frozenset[str], types: list[str], mask: int) -> str:
-    """``as a, b``: the variables besides the event type the transition tests."""
+    """``as a, b``: the variables besides the event type the transition tests (``_ as c``
+    for the wildcard event)."""
     tested = {n for i, n in enumerate(types) if mask >> i & 1}
-    variables = sorted(n for n in names - tested if n != NOT_LABEL)
-    return "as " + ", ".join(quote_name(v) for v in variables) if variables else ""
+    variables = sorted(n for n in names - tested - {WILDCARD} if n != NOT_LABEL)
+    text = "as " + ", ".join(quote_name(v) for v in variables) if variables else ""
+    if WILDCARD in names and not tested:  # the wildcard event: it tests no type
+        return f"{WILDCARD} {text}".rstrip()
+    return text
 
 
 def _atoms_text(

@@ -211,7 +211,10 @@ class Plan:
                 f"streams: from the column {opts.stream_column!r}"
                 + (f", reading {', '.join(sorted(self.from_streams))}" if self.from_streams else "")
             )
-        lines.append(
-            f"reads columns: {', '.join(self.columns)} (event type in {opts.type_column!r})"
+        typed = (
+            f"event type in {self.type_column!r}"
+            if self.type_column is not None
+            else "no event type column: every event pattern is _"
         )
+        lines.append(f"reads columns: {', '.join(self.columns)} ({typed})")
         return lines

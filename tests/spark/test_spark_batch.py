@@ -321,3 +321,14 @@ def test_stream_column_passes_through(spark: Any, events: pa.Table, query: str) 
     assert len(expected) > 10
     assert expected != reference(query, table, time_column="ts")  # the streams matter
     assert on_spark(df, query, time_column="ts", stream_column="src", ranges=4) == expected
+
+
+def test_query_column_holds_the_query_name(spark: Any, events_df: Any) -> None:
+    """The ``query`` column is the name (header, given, or q1), never the text or its comment."""
+    body = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] PARTITION BY [name] WITHIN 3 EVENTS"
+    named = f"-- sells then buys, per ticker\nQUERY sell_buy: {body}"
+    unnamed = f"-- sells then buys, per ticker\n{body}"
+    assert {r["query"] for r in detect(events_df, named, time_column="ts").select("query").collect()} == {"sell_buy"}
+    assert {r["query"] for r in detect(events_df, unnamed, time_column="ts").select("query").collect()} == {"q1"}
+    given = detect(events_df, named, time_column="ts", query_id="mine").select("query").distinct().collect()
+    assert [r["query"] for r in given] == ["mine"]

@@ -20,11 +20,12 @@ except ImportError as exc:
         name=exc.name,
     ) from exc
 
-from kleene.spark.batch import detect, output_schema, plan_for
+from kleene.spark.batch import DEFAULT_QUERY_NAME, detect, output_schema, plan_for, query_name
 from kleene.spark.session import active_session, ensure_importable, local_session
 from kleene.spark.stream import detect_stream
 
 __all__ = [
+    "DEFAULT_QUERY_NAME",
     "active_session",
     "detect",
     "detect_stream",
@@ -32,4 +33,5 @@ __all__ = [
     "local_session",
     "output_schema",
     "plan_for",
+    "query_name",
 ]

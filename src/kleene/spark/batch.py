@@ -71,6 +71,7 @@ from kleene.io.timecol import UNIT_NANOS
 from kleene.language import ast
 from kleene.language.checks import check
 from kleene.language.errors import KleeneError
+from kleene.language.parser import parse
 from kleene.language.schema import Schema
 from kleene.options import InputOptions
 
@@ -80,6 +81,9 @@ PART = PREFIX + "part"
 POS = PREFIX + "pos"
 RANGE = PREFIX + "range"
 WKEY = PREFIX + "wkey"
+
+DEFAULT_QUERY_NAME = "q1"
+"""The ``query`` column of an unnamed query: the name :func:`kleene.compile_many` gives it too."""
 
 OUTPUT_FIELDS = ("query", "partition", "start", "end", "start_time", "end_time", "positions", "events")
 
@@ -120,6 +124,16 @@ def output_schema(
             T.StructField("events", T.ArrayType(event_type, True), True),
         ]
     )
+
+
+def query_name(text: str, given: str | None = None) -> str:
+    """The name in the result's ``query`` column: ``given``, else the text's ``QUERY name:`` header,
+    else :data:`DEFAULT_QUERY_NAME` (never the text: a comment above the query is not a name)."""
+    if given is not None:
+        return given
+    names = parse(text).names
+    header = names[0] if names else None
+    return header if header is not None else DEFAULT_QUERY_NAME
 
 
 # --------------------------------------------------------------------- plan
@@ -178,7 +192,8 @@ def detect(
     without ``order_by`` a row id from ``monotonically_increasing_id()``,
     taken before any shuffle, breaks ties, so equal times keep the input's
     partition order (file order for a file read).  The result's schema is
-    :func:`output_schema`; ``query`` holds ``query_id`` (default: the text).
+    :func:`output_schema`; ``query`` holds ``query_id``, by default the
+    query's name (its ``QUERY name:`` header, else ``"q1"``: :func:`query_name`).
 
     ``ranges`` is the number of position ranges (default: twice the default
     parallelism); it is also the number of partitions of the global sort.
@@ -248,7 +263,7 @@ def detect(
         mode=plan.mode,
         key_columns=[RANGE],
         range_starts=range_info,
-        query_id=query_id if query_id is not None else text,
+        query_id=query_name(text, query_id),
         out_schema=to_arrow_schema(out_schema, timezone=_tz(spark)),
     )
     if plan.mode == "partitioned":

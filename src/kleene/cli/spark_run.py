@@ -10,13 +10,18 @@ import argparse
 from pathlib import Path
 from typing import IO, Any
 
+import pyarrow as pa
+
 import kleene
 from kleene.cli.common import EXIT_OK, UsageError, load_query, parse_inputs
 from kleene.cli.output import Output
+from kleene.io.peek import peek_schema
 from kleene.io.readers import detect_format
 from kleene.io.writers import JsonlWriter, output_format
+from kleene.language.checks import check
 from kleene.language.errors import DataError, QueryError
 from kleene.language.parser import parse
+from kleene.language.schema import Schema
 
 
 def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
@@ -48,8 +53,9 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         stream_column=args.stream_column,
     )
     if not Path(args.input).exists():
-        raise OSError(f"cannot read {args.input!r}: no such file")
+        raise DataError(f"input file {args.input!r} does not exist")  # as the in-process reader says
     fmt = detect_format(args.input, args.format)
+    precheck(query, args.input, fmt)
     # Imported here, not at the top: PySpark and pandas are an optional extra (kleene[spark]),
     # about 0.3 s to import, and no other command needs them.  Without them this raises
     # MissingDependencyError, which names what to install.
@@ -94,6 +100,33 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         if owned:
             spark.stop()
     return EXIT_OK
+
+
+def precheck(query: kleene.Query, path: str, fmt: str) -> None:
+    """Check the query against the input's columns before Spark starts (the JVM takes 8-30 s).
+
+    The columns come from :func:`kleene.io.peek.peek_schema` (the Parquet
+    footer, the CSV header and first block, the first JSON line).  A missing
+    type column (exit 3) or an unknown attribute (exit 2, with the caret) is
+    then reported with the in-process CLI's message and in its time.  From a
+    sampled guess (CSV, JSON Lines) with a column null throughout the sample,
+    nothing is concluded: :func:`kleene.spark.detect` checks again against
+    Spark's schema of the whole input.
+    """
+    if query.schema is not None:
+        return  # a declared schema (CREATE STREAM) was checked by kleene.compile already
+    try:
+        peeked = peek_schema(path, fmt)
+    except (OSError, ValueError, pa.ArrowException):
+        return  # unreadable here: Spark's reader reports it
+    if peeked is None:
+        return
+    schema = Schema.from_arrow(peeked.schema, query.options.type_column)  # DataError: no type column
+    for role, column in (("time", query.options.time_column), ("stream", query.options.stream_column)):
+        if column is not None and column not in peeked.schema.names:
+            raise DataError(f"the {role} column is missing", column=column)  # the in-process words
+    if peeked.exact or not peeked.untyped:
+        check(query.ast, query.text, schema)
 
 
 def _spark_event(row: dict[str, Any], type_column: str, attrs: tuple[str, ...] | None) -> kleene.ComplexEvent:

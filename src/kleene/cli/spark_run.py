@@ -16,10 +16,10 @@ import pyarrow as pa
 import kleene
 from kleene.cli.common import EXIT_OK, UsageError, load_query, parse_inputs
 from kleene.io.peek import Peeked, peek_schema
-from kleene.io.readers import detect_format
+from kleene.io.readers import detect_format, read_batches
 from kleene.io.writers import output_format
 from kleene.language.checks import check
-from kleene.language.errors import DataError, QueryError
+from kleene.language.errors import DataError, KleeneError, QueryError
 from kleene.language.parser import parse
 from kleene.language.schema import Schema
 
@@ -73,11 +73,11 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
     # Imported here, not at the top: PySpark and pandas are an optional extra (kleene[spark]),
     # about 0.3 s to import, and no other command needs them.  Without them this raises
     # MissingDependencyError, which names what to install.
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors import PySparkException
-
-    from kleene.spark import active_session, detect, local_session
+    from kleene.spark import active_session, detect, local_session  # first: says what to install
     from kleene.spark.output import json_lines, layout, write
+
+    from py4j.protocol import Py4JJavaError  # isort: skip
+    from pyspark.errors import PySparkException  # isort: skip
 
     # Stop the session at the end only if this run started it (a caller's
     # session, e.g. in tests or a notebook, is left running).
@@ -127,11 +127,52 @@ NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
 def _read(spark: Any, path: str, fmt: str) -> Any:
     reader = spark.read
     if fmt == "csv":
+        schema = _csv_schema(path)
+        if schema is not None:
+            return reader.option("header", True).schema(schema).csv(path)
         return reader.option("header", True).option("inferSchema", True).csv(path)
     if fmt == "parquet":
         return reader.parquet(path)
     # ISO times become timestamps, as Arrow's JSON reader (the in-process engine's) makes them.
     return reader.option("inferTimestamp", True).json(path)
+
+
+def _csv_schema(path: str) -> Any:
+    """The CSV's column types as the in-process reader settles them (pyarrow, the whole file), for Spark.
+
+    Spark's own ``inferSchema`` reads the file once more in the JVM, trying
+    every value as a timestamp: on the flights (30 MB) that pass cost more
+    than reading the file with Arrow here, and its types could differ from the
+    in-process engine's (int and long, which strings are times).  A column
+    that is empty throughout is read as text.  None (Spark infers) for
+    compressed files or a directory.
+    """
+    from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    p = Path(path)
+    if p.is_dir() or p.suffix.lower() in (".gz", ".bz2", ".xz"):
+        return None
+    try:
+        first = next(iter(read_batches(p, format="csv", batch_size=1)), None)
+    except (OSError, KleeneError, pa.ArrowException):
+        return None  # Spark's reader reports it
+    if first is None:
+        return None
+    fields = []
+    for field in first.schema:
+        typ = field.type
+        if pa.types.is_null(typ):
+            spark_type: Any = T.StringType()
+        elif pa.types.is_timestamp(typ):
+            spark_type = T.TimestampType() if typ.tz else T.TimestampNTZType()
+        else:
+            try:
+                spark_type = from_arrow_type(typ)
+            except Exception:  # noqa: BLE001 - a type Spark cannot hold: let it infer the file
+                return None
+        fields.append(T.StructField(field.name, spark_type, True))
+    return T.StructType(fields)
 
 
 def _peek(path: str, fmt: str) -> Peeked | None:

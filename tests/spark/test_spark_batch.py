@@ -272,14 +272,22 @@ def test_cli_spark_engine_matches_python_engine(spark: Any, tmp_path: Path) -> N
     common = ["run", query, "--input", str(data), "--time-column", "ts", "--no-progress"]
     assert main([*common, "-o", str(py_out)]) == 0
     assert main([*common, "-o", str(spark_out), "--engine", "spark", "--master", "local[2]"]) == 0
-    py, sp = _lines(py_out), _lines(spark_out)
+    py = _lines(py_out)
     assert py, "the query should produce complex events"
+    assert spark_out.is_dir(), "Spark writes a directory of part files"
+    parts = [_lines(p) for p in sorted(spark_out.glob("part-*.json"))]
 
     def order(e: dict[str, Any]) -> tuple[Any, ...]:
         return (e["end"], e["start"], e["positions"])
 
-    assert sp == sorted(py, key=order)
-    assert [order(e) for e in sp] == sorted(order(e) for e in sp)
+    def listed(e: dict[str, Any]) -> dict[str, Any]:  # the partition object, compared by its values
+        part = e.get("partition")
+        return dict(e, partition=list(part.values())) if isinstance(part, dict) else e
+
+    sp = [listed(e) for part in parts for e in part]
+    assert sorted(sp, key=order) == sorted(map(listed, py), key=order)
+    for part in parts:  # each part file in (end, start) order
+        assert [(e["end"], e["start"]) for e in part] == sorted((e["end"], e["start"]) for e in part)
 
 
 def test_cli_spark_engine_bad_row_exit_code(spark: Any, tmp_path: Path) -> None:
@@ -321,3 +329,14 @@ def test_stream_column_passes_through(spark: Any, events: pa.Table, query: str) 
     assert len(expected) > 10
     assert expected != reference(query, table, time_column="ts")  # the streams matter
     assert on_spark(df, query, time_column="ts", stream_column="src", ranges=4) == expected
+
+
+def test_query_column_holds_the_query_name(spark: Any, events_df: Any) -> None:
+    """The ``query`` column is the name (header, given, or q1), never the text or its comment."""
+    body = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] PARTITION BY [name] WITHIN 3 EVENTS"
+    named = f"-- sells then buys, per ticker\nQUERY sell_buy: {body}"
+    unnamed = f"-- sells then buys, per ticker\n{body}"
+    assert {r["query"] for r in detect(events_df, named, time_column="ts").select("query").collect()} == {"sell_buy"}
+    assert {r["query"] for r in detect(events_df, unnamed, time_column="ts").select("query").collect()} == {"q1"}
+    given = detect(events_df, named, time_column="ts", query_id="mine").select("query").distinct().collect()
+    assert [r["query"] for r in given] == ["mine"]

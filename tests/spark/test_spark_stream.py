@@ -234,3 +234,38 @@ def test_stream_cli_available_now(stream_spark: Any, tmp_path: Path) -> None:
     assert "1 late events" in err.getvalue()
     late = read_results(stream_spark, str(tmp_path / "out" / "_late")).collect()
     assert [r["id"] for r in late] == [files[2][1][0]["id"]]
+
+
+def test_stream_cli_stderr_is_kleene_s_own(tmp_path: Path) -> None:
+    """In a process of its own (its own JVM), ``kleene stream`` writes to stderr only its own
+    lines: the log file's path, one progress line per micro-batch and the summary; Spark's,
+    py4j's and the Python workers' lines go to the log file."""
+    import subprocess
+    import sys
+
+    inp = tmp_path / "in"
+    inp.mkdir()
+    rng = random.Random(5)
+    next_id = [0]
+    for i in range(2):
+        rows, late = _file_rows(rng, i, next_id)
+        _drop(inp, f"f{i}", rows + late)
+    log = tmp_path / "spark.log"
+    done = subprocess.run(
+        [sys.executable, "-m", "kleene", "stream", QUERIES["part"], "--input-dir", str(inp),
+         "--output-dir", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck"),
+         "--time-column", "ts", "--id-column", "id", "--schema", SCHEMA, "--available-now",
+         "--max-files-per-trigger", "1", "--master", "local[1]", "--spark-log", str(log)],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == f"kleene stream: Spark's log: {log}"
+    assert all(line.startswith("kleene stream: ") for line in lines), done.stderr
+    batches = [line for line in lines if line.startswith("kleene stream: batch ")]
+    assert len(batches) >= 2 and "rows in" in batches[0]
+    assert "complex events in" in lines[-2] and "late events in" in lines[-1]
+    for noise in ("WARN", "log4j", "py4j", "Traceback", "pyspark", "INFO"):
+        assert noise not in done.stderr
+    logged = log.read_text()
+    assert "log4j" in logged or "WARN" in logged  # Spark's lines are in the log file

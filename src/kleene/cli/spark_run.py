@@ -7,27 +7,38 @@ command stops with what to install (exit code 1).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import IO, Any
 
+import pyarrow as pa
+
 import kleene
 from kleene.cli.common import EXIT_OK, UsageError, load_query, parse_inputs
-from kleene.cli.output import Output
-from kleene.io.readers import detect_format
-from kleene.io.writers import JsonlWriter, output_format
-from kleene.language.errors import DataError, QueryError
+from kleene.io.peek import Peeked, peek_schema
+from kleene.io.readers import detect_format, read_batches
+from kleene.io.writers import output_format
+from kleene.language.checks import check
+from kleene.language.errors import DataError, KleeneError, QueryError
 from kleene.language.parser import parse
+from kleene.language.schema import Schema
 
 
 def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
-    """``--engine spark``: the same query and output format, evaluated by :func:`kleene.spark.detect`.
+    """``--engine spark``: the same query and output, evaluated by :func:`kleene.spark.detect`.
 
     Spark numbers rows by (time column, input order), so on a file sorted by
     time the positions are the in-process engine's.  Only the ``error``
     bad-row policy exists on Spark (a bad row fails the job, exit 3).
-    Complex events are written in (end, start, positions) order, streamed
-    to the driver with ``toLocalIterator``; the output file is replaced only
-    when the run succeeds, as with the in-process engine.
+
+    ``--output DIR`` is a directory of part files written by Spark's writers
+    (JSON Lines, Parquet; Arrow IPC written by the tasks), one per task, each
+    in (end, start) order, replacing DIR only when the run succeeds;
+    nothing passes through the driver.  Standard output (``-``, the
+    default) streams JSON Lines through the driver, one partition at a time.
+    A Parquet ``TIMESTAMP(NANOS)`` column is read as long nanoseconds
+    (exact; Spark's own timestamps hold microseconds) and written back as
+    the in-process CLI writes the time (see :mod:`kleene.spark.output`).
     """
     inputs = parse_inputs(args.input)
     if len(args.query) != 1 or len(inputs) != 1 or inputs[0][0] is not None:
@@ -40,81 +51,187 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         raise UsageError("--engine spark supports only --on-bad-row error")
     if args.max_delay:
         raise UsageError("--engine spark orders events itself: --max-delay is for the in-process engine")
+    if args.input == "-":
+        raise UsageError("--engine spark reads a file or directory: standard input is for the in-process engine")
+    fmt_out = output_format(args.output, args.output_format)
+    if args.output == "-" and fmt_out != "jsonl":
+        raise UsageError(f"--output-format {fmt_out} writes a directory: give --output DIR")
+    if not Path(args.input).exists():
+        raise DataError(f"input file {args.input!r} does not exist")  # as the in-process reader says
+    fmt = detect_format(args.input, args.format)
+    peeked = _peek(args.input, fmt)
+    nanos = _nanos_columns(peeked, fmt)
+    time_unit = "ns" if args.time_column in nanos else args.time_unit
     query = kleene.compile(
         query_text,
         type_column=args.type_column,
         time_column=args.time_column,
-        time_unit=args.time_unit,
+        time_unit=time_unit,
         stream_column=args.stream_column,
     )
-    if not Path(args.input).exists():
-        raise OSError(f"cannot read {args.input!r}: no such file")
-    fmt = detect_format(args.input, args.format)
+    precheck(query, peeked)
     # Imported here, not at the top: PySpark and pandas are an optional extra (kleene[spark]),
     # about 0.3 s to import, and no other command needs them.  Without them this raises
     # MissingDependencyError, which names what to install.
-    from kleene.spark import active_session, detect, local_session
+    from kleene.spark import active_session, detect, local_session  # first: says what to install
+    from kleene.spark.output import json_lines, layout, write
+
+    from py4j.protocol import Py4JJavaError  # isort: skip
+    from pyspark.errors import PySparkException  # isort: skip
 
     # Stop the session at the end only if this run started it (a caller's
     # session, e.g. in tests or a notebook, is left running).
     owned = active_session() is None
     spark = local_session(args.master, app_name="kleene run")
+    saved_nanos = str(spark.conf.get(NANOS_AS_LONG, "false"))
+    if nanos:
+        spark.conf.set(NANOS_AS_LONG, "true")
     try:
-        reader = spark.read
-        if fmt == "csv":
-            df = reader.option("header", True).option("inferSchema", True).csv(args.input)
-        elif fmt == "parquet":
-            df = reader.parquet(args.input)
-        else:
-            df = reader.json(args.input)
+        try:
+            df = _read(spark, args.input, fmt)
+        except (PySparkException, Py4JJavaError) as exc:
+            raise DataError(f"cannot read {args.input!r}: {_first_line(exc)}") from exc
         try:
             result = detect(df, query)
         except (DataError, QueryError):
             raise
         except kleene.KleeneError as exc:
             raise DataError(str(exc)) from exc
-        if output_format(args.output, args.output_format) != "jsonl":
-            raise UsageError("--engine spark writes JSON Lines only")
-        output = Output(args.output)
-        writer = output.writer
-        assert isinstance(writer, JsonlWriter)
+        texts = _time_texts(peeked, nanos) if fmt_out == "jsonl" else None
+        frame = layout(result, query, text_times=texts)
         try:
-            rows = result.orderBy("end", "start", "positions").toLocalIterator()
-            attrs = query.plan.attrs
-            for row in rows:
-                writer.write(_spark_event(row.asDict(recursive=True), query.options.type_column, attrs))
-            output.commit()
-        except BaseException as exc:
-            output.abort()
+            if args.output == "-":
+                out = sys.stdout
+                for line in json_lines(frame.orderBy("end", "start")):
+                    out.write(line + "\n")
+                out.flush()
+            else:
+                write(frame, args.output, fmt_out)
+        except (PySparkException, Py4JJavaError) as exc:
             error = _task_data_error(exc)
             if error is not None:
                 raise error from exc
-            raise
+            raise kleene.KleeneError(f"Spark failed: {_first_line(exc)}") from exc
     finally:
-        if owned:
+        if not owned:
+            spark.conf.set(NANOS_AS_LONG, saved_nanos)
+        else:
             spark.stop()
     return EXIT_OK
 
 
-def _spark_event(row: dict[str, Any], type_column: str, attrs: tuple[str, ...] | None) -> kleene.ComplexEvent:
-    """A result row of :func:`kleene.spark.detect` as the engine's ComplexEvent.
+NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
+"""Spark cannot hold nanoseconds in a timestamp; with this it reads them as long nanoseconds (exact)."""
 
-    Spark structs have every input column; under ``SELECT a[x, y]`` the
-    engine shows only the type and the listed attributes, so the others are
-    dropped here to keep the output identical.
+
+def _read(spark: Any, path: str, fmt: str) -> Any:
+    reader = spark.read
+    if fmt == "csv":
+        schema = _csv_schema(path)
+        if schema is not None:
+            return reader.option("header", True).schema(schema).csv(path)
+        return reader.option("header", True).option("inferSchema", True).csv(path)
+    if fmt == "parquet":
+        return reader.parquet(path)
+    # ISO times become timestamps, as Arrow's JSON reader (the in-process engine's) makes them.
+    return reader.option("inferTimestamp", True).json(path)
+
+
+def _csv_schema(path: str) -> Any:
+    """The CSV's column types as the in-process reader settles them (pyarrow, the whole file), for Spark.
+
+    Spark's own ``inferSchema`` reads the file once more in the JVM, trying
+    every value as a timestamp: on the flights (30 MB) that pass cost more
+    than reading the file with Arrow here, and its types could differ from the
+    in-process engine's (int and long, which strings are times).  A column
+    that is empty throughout is read as text.  None (Spark infers) for
+    compressed files or a directory.
     """
-    events = []
-    for e in row["events"] or []:
-        if attrs is not None:
-            e = {k: e.get(k) for k in (type_column, *attrs)}
-        events.append(e)
-    part = row["partition"]
-    partition = tuple(part.values()) if isinstance(part, dict) else None
-    names = tuple(part) if isinstance(part, dict) else ()
-    return kleene.ComplexEvent(
-        row["start"], row["end"], tuple(row["positions"]), tuple(events), partition,
-        partition_by=names,
+    from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    p = Path(path)
+    if p.is_dir() or p.suffix.lower() in (".gz", ".bz2", ".xz"):
+        return None
+    try:
+        first = next(iter(read_batches(p, format="csv", batch_size=1)), None)
+    except (OSError, KleeneError, pa.ArrowException):
+        return None  # Spark's reader reports it
+    if first is None:
+        return None
+    fields = []
+    for field in first.schema:
+        typ = field.type
+        if pa.types.is_null(typ):
+            spark_type: Any = T.StringType()
+        elif pa.types.is_timestamp(typ):
+            spark_type = T.TimestampType() if typ.tz else T.TimestampNTZType()
+        else:
+            try:
+                spark_type = from_arrow_type(typ)
+            except Exception:  # noqa: BLE001 - a type Spark cannot hold: let it infer the file
+                return None
+        fields.append(T.StructField(field.name, spark_type, True))
+    return T.StructType(fields)
+
+
+def _peek(path: str, fmt: str) -> Peeked | None:
+    try:
+        return peek_schema(path, fmt)
+    except (OSError, ValueError, pa.ArrowException):
+        return None  # unreadable here: Spark's reader reports it
+
+
+def _nanos_columns(peeked: Peeked | None, fmt: str) -> dict[str, str | None]:
+    """Parquet ``TIMESTAMP(NANOS)`` columns and their time zones (Spark reads them as long ns)."""
+    if peeked is None or fmt != "parquet":
+        return {}
+    return {
+        f.name: f.type.tz
+        for f in peeked.schema
+        if pa.types.is_timestamp(f.type) and f.type.unit == "ns"
+    }
+
+
+def _time_texts(peeked: Peeked | None, nanos: dict[str, str | None]) -> dict[str, Any]:
+    """How each time column is written in JSON Lines: as the in-process reader typed it."""
+    from kleene.spark.output import TimeText
+
+    texts: dict[str, Any] = {}
+    for field in peeked.schema if peeked is not None else ():
+        if pa.types.is_timestamp(field.type):
+            texts[field.name] = TimeText(nanos=field.name in nanos, zone=field.type.tz)
+    return texts
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of Spark's own message (a Java exception's, not py4j's "error calling o48")."""
+    java = getattr(exc, "java_exception", None)
+    text = (str(java.getMessage()) if java is not None else str(exc)).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def precheck(query: kleene.Query, peeked: Peeked | None) -> None:
+    """Check the query against the input's columns before Spark starts (the JVM takes 8-30 s).
+
+    The columns come from :func:`kleene.io.peek.peek_schema` (the Parquet
+    footer, the CSV header and first block, the first JSON line).  A missing
+    type column (exit 3) or an unknown attribute (exit 2, with the caret) is
+    then reported with the in-process CLI's message and in its time.  From a
+    sampled guess (CSV, JSON Lines) with a column null throughout the sample,
+    nothing is concluded: :func:`kleene.spark.detect` checks again against
+    Spark's schema of the whole input.
+    """
+    if query.schema is not None or peeked is None:
+        return  # a declared schema (CREATE STREAM) was checked by kleene.compile already
+    schema = Schema.from_arrow(  # DataError: no type column (unless every event pattern is _)
+        peeked.schema, query.options.type_column, needs_type_column=query.plan.type_column is not None
     )
+    for role, column in (("time", query.options.time_column), ("stream", query.options.stream_column)):
+        if column is not None and column not in peeked.schema.names:
+            raise DataError(f"the {role} column is missing", column=column)  # the in-process words
+    if peeked.exact or not peeked.untyped:
+        check(query.ast, query.text, schema)
 
 
 def _task_data_error(exc: BaseException) -> DataError | None:

@@ -7,7 +7,7 @@
                   [--output-format parquet|jsonl|csv] [--late-dir DIR] [--id-column COL]
                   [--time-unit s|ms|us|ns] [--type-column COL] [--schema DDL]
                   [--master URL] [--available-now] [--trigger-interval "5 seconds"]
-                  [--max-files-per-trigger N]
+                  [--max-files-per-trigger N] [--spark-log FILE]
 
 The ``kleene`` entry point registers it with :func:`add_stream_parser` and
 dispatches to :func:`run_stream`.  Nothing here imports PySpark until the
@@ -18,7 +18,10 @@ command actually runs, so ``kleene run`` never pays for it; without the
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
+import warnings
 from pathlib import Path
 from typing import IO, Any
 
@@ -115,6 +118,12 @@ def add_stream_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--trigger-interval", metavar="DELAY", help="micro-batch interval when running continuously"
     )
     p.add_argument("--max-files-per-trigger", type=int, metavar="N", help="files per micro-batch")
+    p.add_argument(
+        "--spark-log",
+        metavar="FILE",
+        help="where Spark's and its Python workers' log lines go (default: a new file in the "
+        "temporary directory; its path is printed on stderr at start)",
+    )
     p.set_defaults(handler=run_stream)
     return p
 
@@ -147,10 +156,17 @@ def run_stream(args: argparse.Namespace, stderr: IO[str] | None = None) -> int:
     ):
         raise OSError(f"{args.input_dir!r} is empty: pass --schema, or add a file to infer it from")
 
+    # Spark's log lines (and its Python workers') go to a file: stderr is kleene's.
+    log_file = args.spark_log or _new_log_file()
+    print(f"kleene stream: Spark's log: {log_file}", file=err)
     # A caller's session (a notebook, the tests) is used as it is and left running.
     active = active_session()
     owned = active is None
-    spark = active if active is not None else local_session(args.master, app_name="kleene stream")
+    with warnings.catch_warnings():
+        warnings.showwarning = _to_log(log_file)  # PySpark's own warnings (pandas versions...)
+        spark = active if active is not None else local_session(
+            args.master, app_name="kleene stream", log_file=log_file
+        )
     try:
         schema: Any = args.schema or _infer_schema(spark, str(input_dir), args.format)
         reader = spark.readStream.schema(schema)
@@ -170,28 +186,66 @@ def run_stream(args: argparse.Namespace, stderr: IO[str] | None = None) -> int:
             id_column=args.id_column,
         )
         late_dir = args.late_dir or str(Path(args.output_dir) / "_late")
-        running = start_stream(
-            results,
-            args.output_dir,
-            checkpoint=args.checkpoint,
-            late_events_path=late_dir,
-            output_format=args.output_format,
-            available_now=args.available_now,
-            processing_time=args.trigger_interval,
-        )
-        try:
-            running.awaitTermination()
-        except KeyboardInterrupt:
-            running.stop()
-            raise
-        complex_events = _count(spark, read_results, args.output_dir, args.output_format)
-        late = _count(spark, read_results, late_dir, args.output_format)
+        with warnings.catch_warnings():
+            warnings.showwarning = _to_log(log_file)
+            running = start_stream(
+                results,
+                args.output_dir,
+                checkpoint=args.checkpoint,
+                late_events_path=late_dir,
+                output_format=args.output_format,
+                available_now=args.available_now,
+                processing_time=args.trigger_interval,
+            )
+            try:
+                _follow(running, err)
+            except KeyboardInterrupt:
+                running.stop()
+                raise
+            complex_events = _count(spark, read_results, args.output_dir, args.output_format)
+            late = _count(spark, read_results, late_dir, args.output_format)
         print(f"kleene stream: {complex_events} complex events in {args.output_dir}", file=err)
         print(f"kleene stream: {late} late events in {late_dir}", file=err)
     finally:
         if owned:
             spark.stop()
     return EXIT_OK
+
+
+def _new_log_file() -> str:
+    fd, name = tempfile.mkstemp(prefix="kleene-stream-", suffix=".log")
+    os.close(fd)
+    return name
+
+
+def _to_log(path: str) -> Any:
+    """A ``warnings.showwarning`` that appends the warning to the log file."""
+
+    def show(message: Any, category: Any, filename: str, lineno: int, *_: Any) -> None:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(warnings.formatwarning(message, category, filename, lineno))
+
+    return show
+
+
+def _follow(running: Any, err: IO[str], poll: float = 0.5) -> None:
+    """Wait for the query to end, printing one progress line per micro-batch as it completes."""
+    shown = -1
+    while True:
+        done = running.awaitTermination(poll)
+        for progress in running.recentProgress:
+            batch = int(progress.batchId)
+            if batch <= shown:
+                continue
+            shown = batch
+            seconds = (progress.durationMs or {}).get("triggerExecution", 0) / 1000
+            print(
+                f"kleene stream: batch {batch}: {progress.numInputRows} rows in {seconds:.1f} s",
+                file=err,
+                flush=True,
+            )
+        if done:
+            return
 
 
 def _infer_schema(spark: Any, path: str, fmt: str) -> Any:

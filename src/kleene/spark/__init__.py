@@ -1,6 +1,6 @@
 """kleene on Spark: CEQL over DataFrames, in batch (:func:`detect`) and streaming (:func:`detect_stream`).
 
-Importing this package imports PySpark and pandas, the optional extra
+Importing this package imports PySpark (and finds pandas), the optional extra
 ``kleene[spark]``; without them it raises
 :class:`~kleene.language.errors.MissingDependencyError` saying what to
 install.  The core engine (``import kleene``) never imports either.  See
@@ -9,22 +9,45 @@ install.  The core engine (``import kleene``) never imports either.  See
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+from typing import Any
+
 from kleene.language.errors import MissingDependencyError
 
 try:
-    import pandas  # noqa: F401  (kleene.spark.stream's state processor works on DataFrames)
     import pyspark  # noqa: F401
 except ImportError as exc:
     raise MissingDependencyError(
         f"kleene on Spark needs PySpark and pandas, the optional extra: pip install 'kleene[spark]' ({exc})",
         name=exc.name,
     ) from exc
+try:
+    _pandas_found = find_spec("pandas") is not None
+except (ImportError, ValueError):  # a finder that refuses it, or a module without a spec
+    _pandas_found = False
+if not _pandas_found:
+    # Looked up, not imported: the Python workers import this package to run the batch
+    # evaluator, which needs no pandas, and importing it costs each worker about a second.
+    raise MissingDependencyError(
+        "kleene on Spark needs PySpark and pandas, the optional extra: pip install 'kleene[spark]' "
+        "(No module named 'pandas')",
+        name="pandas",
+    )
 
-from kleene.spark.batch import detect, output_schema, plan_for
+from kleene.spark.batch import DEFAULT_QUERY_NAME, detect, output_schema, plan_for, query_name
 from kleene.spark.session import active_session, ensure_importable, local_session
-from kleene.spark.stream import detect_stream
+
+
+def __getattr__(name: str) -> Any:
+    """``detect_stream`` is imported on first use: the streaming module imports pandas."""
+    if name == "detect_stream":
+        from kleene.spark.stream import detect_stream
+
+        return detect_stream
+    raise AttributeError(f"module 'kleene.spark' has no attribute {name!r}")
 
 __all__ = [
+    "DEFAULT_QUERY_NAME",
     "active_session",
     "detect",
     "detect_stream",
@@ -32,4 +55,5 @@ __all__ = [
     "local_session",
     "output_schema",
     "plan_for",
+    "query_name",
 ]

@@ -71,6 +71,7 @@ from kleene.io.timecol import UNIT_NANOS
 from kleene.language import ast
 from kleene.language.checks import check
 from kleene.language.errors import KleeneError
+from kleene.language.parser import parse
 from kleene.language.schema import Schema
 from kleene.options import InputOptions
 
@@ -80,6 +81,9 @@ PART = PREFIX + "part"
 POS = PREFIX + "pos"
 RANGE = PREFIX + "range"
 WKEY = PREFIX + "wkey"
+
+DEFAULT_QUERY_NAME = "q1"
+"""The ``query`` column of an unnamed query: the name :func:`kleene.compile_many` gives it too."""
 
 OUTPUT_FIELDS = ("query", "partition", "start", "end", "start_time", "end_time", "positions", "events")
 
@@ -120,6 +124,16 @@ def output_schema(
             T.StructField("events", T.ArrayType(event_type, True), True),
         ]
     )
+
+
+def query_name(text: str, given: str | None = None) -> str:
+    """The name in the result's ``query`` column: ``given``, else the text's ``QUERY name:`` header,
+    else :data:`DEFAULT_QUERY_NAME` (never the text: a comment above the query is not a name)."""
+    if given is not None:
+        return given
+    names = parse(text).names
+    header = names[0] if names else None
+    return header if header is not None else DEFAULT_QUERY_NAME
 
 
 # --------------------------------------------------------------------- plan
@@ -178,7 +192,8 @@ def detect(
     without ``order_by`` a row id from ``monotonically_increasing_id()``,
     taken before any shuffle, breaks ties, so equal times keep the input's
     partition order (file order for a file read).  The result's schema is
-    :func:`output_schema`; ``query`` holds ``query_id`` (default: the text).
+    :func:`output_schema`; ``query`` holds ``query_id``, by default the
+    query's name (its ``QUERY name:`` header, else ``"q1"``: :func:`query_name`).
 
     ``ranges`` is the number of position ranges (default: twice the default
     parallelism); it is also the number of partitions of the global sort.
@@ -249,7 +264,7 @@ def detect(
         mode=plan.mode,
         key_columns=[RANGE],
         range_starts=range_info,
-        query_id=query_id if query_id is not None else text,
+        query_id=query_name(text, query_id),
         out_schema=to_arrow_schema(out_schema, timezone=_tz(spark)),
     )
     if plan.mode == "partitioned":
@@ -647,7 +662,6 @@ class _Evaluator:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         query = kleene.compile(self.text, self.schema, options=self.options)
         keyed = self.mode == "ranges"
-        partition_names = list(dict.fromkeys(query.partition_by))
         session = query.session()
         current: Any = object()  # no key equals it
         for batch in batches:
@@ -662,7 +676,7 @@ class _Evaluator:
                 bounds = _segments(key_arrays)
             else:
                 key_arrays, bounds = [], [0, batch.num_rows]
-            rows: list[tuple[Any, ...]] = []
+            out: list[pa.RecordBatch] = []
             for s, e in zip(bounds[:-1], bounds[1:]):
                 if keyed:
                     key = tuple(a[s].as_py() for a in key_arrays)
@@ -672,38 +686,78 @@ class _Evaluator:
                 first_own = None
                 if self.range_first is not None:
                     first_own = self.range_first[current[0]]
-                found = session.feed(data.slice(s, e - s), positions=positions[s:e])
-                for ce in found:
-                    if first_own is not None and ce.end < first_own:
-                        continue  # ends in the overlap: the previous range emits it
-                    rows.append(self._row(ce, session, partition_names))
-            if rows:
-                yield self._batch(rows)
+                # The bulk path: complex events in columns, no Python object per event.
+                for found in session.feed_columns(data.slice(s, e - s), events=True, positions=positions[s:e]):
+                    rows = found.to_arrow()
+                    if first_own is not None:
+                        # ends in the overlap: the previous range emits it
+                        rows = rows.filter(pc.greater_equal(rows.column("end"), first_own))
+                    if rows.num_rows:
+                        out.append(self._batch(rows))
+            yield from out
 
-    def _row(self, ce: Any, session: Any, partition_names: list[str]) -> tuple[Any, ...]:
-        start_time = end_time = None
-        if self.time_column is not None:
-            start_time = _stored(session, ce.start, self.time_column)
-            end_time = _stored(session, ce.end, self.time_column)
-        partition = None
-        if partition_names and ce.partition is not None:
-            partition = dict(zip(partition_names, ce.partition))
-        return (partition, ce.start, ce.end, start_time, end_time, list(ce.positions), list(ce.events))
+    def _batch(self, found: pa.RecordBatch) -> pa.RecordBatch:
+        """The engine's columns (:meth:`~kleene.results.MatchBatch.to_arrow`) in :func:`output_schema`.
 
-    def _batch(self, rows: list[tuple[Any, ...]]) -> pa.RecordBatch:
+        Events get every input column in the input's types (a column outside
+        ``SELECT a[x, y]`` is null); start and end times are the first and
+        last events' times.
+        """
         schema = self.out_schema
-        cols = list(zip(*rows))
-        arrays = [pa.array([self.query_id] * len(rows), schema.field("query").type)]
-        for name, values in zip(OUTPUT_FIELDS[1:], cols):
-            arrays.append(_array(list(values), schema.field(name).type))
+        n = found.num_rows
+        names = found.schema.names
+        events = found.column("events")
+        event_type = schema.field("events").type.value_type
+        flat = events.flatten()
+        fields = []
+        for f in event_type:
+            index = flat.type.get_field_index(f.name)
+            if index < 0:
+                fields.append(pa.nulls(len(flat), f.type))
+            else:
+                fields.append(_cast(flat.field(index), f.type))
+        struct = pa.StructArray.from_arrays(fields, fields=list(event_type))
+        offsets = pc.subtract(events.offsets, events.offsets[0])  # (a sliced list starts past 0)
+        events_out = pa.ListArray.from_arrays(offsets, struct, type=schema.field("events").type)
+        time_type = schema.field("start_time").type
+        if self.time_column is not None and flat.type.get_field_index(self.time_column) >= 0:
+            times = _cast(flat.field(self.time_column), time_type)
+            o = offsets.to_numpy()
+            start_time = times.take(pa.array(o[:-1]))
+            end_time = times.take(pa.array(o[1:] - 1))
+        else:
+            start_time = end_time = pa.nulls(n, time_type)
+        partition_type = schema.field("partition").type
+        if "partition" in names:
+            part = found.column("partition")
+            partition = pa.StructArray.from_arrays(
+                [_cast(part.field(i), f.type) for i, f in enumerate(partition_type)],
+                fields=list(partition_type),
+                mask=part.is_null(),
+            )
+        else:
+            partition = pa.nulls(n, partition_type)
+        arrays = [
+            pa.array([self.query_id] * n, schema.field("query").type),
+            partition,
+            found.column("start"),
+            found.column("end"),
+            start_time,
+            end_time,
+            found.column("positions").cast(schema.field("positions").type),
+            events_out,
+        ]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _stored(session: Any, position: int, column: str) -> Any:
+def _cast(values: pa.Array, typ: pa.DataType) -> pa.Array:
+    """The engine's column in the input's Spark type (it may have conformed, e.g. text to numbers)."""
+    if values.type == typ:
+        return values
     try:
-        return session.store.event(position).get(column)
-    except KeyError:
-        return None
+        return values.cast(typ)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return _array(values.to_pylist(), typ)
 
 
 def _array(values: list[Any], typ: pa.DataType) -> pa.Array:

@@ -23,8 +23,11 @@ Why each setting (see ``docs/spark.md``):
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -39,12 +42,17 @@ def configure_environment() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
-def local_session(master: str = "local[*]", app_name: str = "kleene", **conf: Any) -> SparkSession:
+def local_session(
+    master: str = "local[*]", app_name: str = "kleene", *, log_file: str | None = None, **conf: Any
+) -> SparkSession:
     """Build (or reuse) a SparkSession for kleene jobs.
 
     Extra keyword arguments are Spark settings; dots are written as ``__``
     or passed through a dict: ``local_session(**{"spark.driver.memory": "4g"})``.
-    They override the defaults below.
+    They override the defaults below.  ``log_file``: the JVM's output (Spark's
+    log4j lines, and the Python workers', which the JVM starts) and py4j's
+    log go to that file instead of this process's stderr (see
+    :func:`output_to`); it only applies when this call starts the JVM.
     """
     configure_environment()
     settings: dict[str, Any] = {
@@ -62,9 +70,41 @@ def local_session(master: str = "local[*]", app_name: str = "kleene", **conf: An
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, str(value))
-    spark = builder.getOrCreate()
+    if log_file is None or SparkSession.getActiveSession() is not None:
+        spark = builder.getOrCreate()
+    else:
+        handler = logging.FileHandler(log_file)
+        py4j = logging.getLogger("py4j")
+        py4j.addHandler(handler)
+        py4j.propagate = False
+        with output_to(log_file):
+            spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+@contextmanager
+def output_to(path: str) -> Iterator[None]:
+    """Point this process's stdout and stderr (the file descriptors) at ``path`` for a while.
+
+    PySpark starts the JVM as a child process that inherits descriptors 1
+    and 2, and the JVM starts the Python workers the same way: whatever is
+    launched inside this block writes to ``path`` for the rest of its life,
+    while this process gets its own stdout and stderr back at the end.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = os.dup(1), os.dup(2)
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (target, *saved):
+            os.close(fd)
 
 
 def active_session() -> SparkSession | None:

@@ -56,7 +56,7 @@ from kleene.language.checks import check
 from kleene.language.errors import KleeneError, UnsupportedError
 from kleene.language.schema import Schema
 from kleene.options import InputOptions
-from kleene.spark.batch import OUTPUT_FIELDS, POS, PREFIX, output_schema
+from kleene.spark.batch import OUTPUT_FIELDS, POS, PREFIX, output_schema, query_name
 
 US = PREFIX + "us"
 """Event time in microseconds since the epoch, computed by Spark (watermark and release)."""
@@ -186,7 +186,8 @@ def detect_stream(
     sets it).  A checkpoint belongs to one query text: use a new checkpoint
     directory when the query changes.  ``time_column`` is required, here or in
     ``options`` (:class:`~kleene.options.InputOptions`; a compiled ``query``
-    brings its own), which single keywords override.
+    brings its own), which single keywords override.  The ``query`` column
+    holds ``query_id``, by default the query's name (:func:`kleene.spark.batch.query_name`).
     """
     if isinstance(query, Query):
         text, schema = query.text, schema or query.schema
@@ -229,7 +230,7 @@ def detect_stream(
         columns=columns,
         input_schema_json=input_schema.json(),
         partition_names=partition_names,
-        query_id=query_id if query_id is not None else text,
+        query_id=query_name(text, query_id),
         out_columns=list(STREAM_FIELDS),
     )
     timed = streaming_df.withColumn(

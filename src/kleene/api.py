@@ -115,6 +115,9 @@ class Query(Evaluable):
         """Which engine evaluates this query, why, and what it compiled to."""
         return self.plan.explain()
 
+    def named_plans(self) -> list[tuple[str | None, Plan]]:
+        return [(None, self.plan)]
+
     def session(self) -> Session:
         """A fresh evaluation state, fed batch by batch with :meth:`Session.feed`."""
         return Session(self.plan)

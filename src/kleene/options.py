@@ -27,6 +27,7 @@ class OptionKeywords(TypedDict, total=False):
     on_bad_row: str | BadRowPolicy
     max_delay: str | None
     stream_column: str | None
+    strict_types: bool
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,11 @@ class InputOptions:
     names the column saying which stream each event comes from (None: the
     input is one stream).  ``on_bad_row`` is ``"error"``, ``"skip"``,
     ``"quarantine"`` or a :class:`~kleene.io.badrows.BadRowPolicy`.
+    ``strict_types``: an event type or stream of the query that the input
+    never holds is an :class:`~kleene.language.errors.UnseenNameError` instead
+    of a warning: before evaluation when a file input's type column can be
+    read cheaply first (:func:`kleene.io.readers.cheap_columns`), else at the
+    end of the input, before the events still held by ``max_delay`` are released.
     """
 
     type_column: str = "type"
@@ -47,6 +53,7 @@ class InputOptions:
     on_bad_row: str | BadRowPolicy = "error"
     max_delay: str | None = None
     stream_column: str | None = None
+    strict_types: bool = False
 
     def __post_init__(self) -> None:
         if self.max_delay is not None:

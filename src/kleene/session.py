@@ -90,6 +90,7 @@ class OrderedFeed:
                 yield from self.feed_columns(batch, events=with_events)
             else:
                 yield from self.feed(batch, with_events=with_events)
+        self.check_names()
         if columnar:
             yield from self.flush_columns(events=with_events)
         else:
@@ -166,6 +167,11 @@ class OrderedFeed:
         """The event types and streams of the query that the stream so far never held."""
         raise NotImplementedError
 
+    def check_names(self) -> None:
+        """At the end of the input, under ``strict_types``: raise
+        :class:`~kleene.language.errors.UnseenNameError` for a name the stream never held."""
+        raise NotImplementedError
+
     def set_aside(
         self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str
     ) -> None:
@@ -216,6 +222,10 @@ class Session(OrderedFeed):
 
     def unseen(self) -> list[str]:
         return self.seen.missing(self.plan)
+
+    def check_names(self) -> None:
+        if self.plan.options.strict_types:
+            self.seen.check(self.plan)
 
     def check_schema(self, batch: pa.RecordBatch) -> None:
         """Without a declared schema, check the query against the first batch's columns."""

@@ -33,9 +33,9 @@ from kleene.cli.progress import Progress, is_tty
 from kleene.cli.spark_run import run_spark
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.merge import merge_streams
-from kleene.io.readers import count_rows, read_batches
+from kleene.io.readers import cheap_columns, count_rows, read_batches
 from kleene.io.writers import output_format
-from kleene.language.errors import UnseenNameWarning
+from kleene.language.errors import DataError, UnseenNameWarning
 from kleene.language.parser import parse
 from kleene.options import InputOptions
 
@@ -103,6 +103,13 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
         "buffered and released in time order; later ones are bad rows (needs --time-column)",
     )
     run.add_argument(
+        "--strict-types",
+        action="store_true",
+        help="an event type or stream of the query that the input never holds is an error "
+        "(exit 2) instead of a warning: before the run when the type column is read cheaply "
+        "(Parquet, or an uncompressed text file up to 64 MiB), else at the end of the input",
+    )
+    run.add_argument(
         "--on-bad-row",
         nargs="+",
         metavar=("{error,skip,quarantine}", "FILE"),
@@ -159,6 +166,7 @@ def compile_queries(
         on_bad_row=policy,
         max_delay=args.max_delay,
         stream_column=stream_column,
+        strict_types=args.strict_types,
     )
     if len(texts) == 1:
         program = parse(texts[0][1])  # parsed once: lark's parse is a part of every start
@@ -190,6 +198,8 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     ) as caught:
         warnings.simplefilter("always", UnseenNameWarning)
         query = compile_queries(args, policy, stream_column)
+        if args.strict_types:
+            check_names_first(query, inputs, args.format)
 
         def read(path: str) -> Iterator[pa.RecordBatch]:
             return read_batches(path, format=args.format, batch_size=args.batch_size)
@@ -240,6 +250,33 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     if policy.count:
         print(f"kleene: {policy.summary()}", file=stderr)
     return EXIT_OK
+
+
+def check_names_first(
+    query: kleene.Query | kleene.QuerySet, inputs: list[tuple[str | None, str]], fmt: str | None
+) -> None:
+    """``--strict-types``: the inputs' type and stream columns checked before the run, when every
+    input's can be read cheaply (:func:`kleene.io.readers.cheap_columns`); otherwise the run
+    checks them at the end of the input.  ``STREAM=FILE`` names the stream of a whole file."""
+    options = query.options
+    wanted = [c for c in (options.type_column, options.stream_column) if c is not None]
+    batches: list[pa.RecordBatch] = []
+    for name, path in inputs:
+        try:
+            read = cheap_columns(path, wanted, format=fmt)
+        except DataError:
+            return  # a missing or unreadable file: the run says so
+        if read is None:
+            return
+        for batch in read:
+            if name is not None and options.stream_column is not None:
+                stream = pa.array([name] * batch.num_rows, pa.string())
+                names = batch.schema.names
+                if options.stream_column in names:
+                    batch = batch.drop_columns([options.stream_column])
+                batch = batch.append_column(options.stream_column, stream)
+            batches.append(batch)
+    query.check_names(batches)
 
 
 def _total_rows(inputs: list[tuple[str | None, str]], fmt: str | None) -> int | None:

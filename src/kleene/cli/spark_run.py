@@ -13,7 +13,7 @@ from typing import IO, Any
 import kleene
 from kleene.cli.common import EXIT_OK, UsageError, load_query, parse_inputs
 from kleene.cli.output import Output
-from kleene.io.readers import detect_format
+from kleene.io.readers import cheap_columns, detect_format
 from kleene.io.writers import JsonlWriter, output_format
 from kleene.language.errors import DataError, QueryError
 from kleene.language.parser import parse
@@ -50,6 +50,15 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
     if not Path(args.input).exists():
         raise OSError(f"cannot read {args.input!r}: no such file")
     fmt = detect_format(args.input, args.format)
+    if getattr(args, "strict_types", False):
+        # Before the JVM starts; Spark's run has no end-of-input check, so it must be cheap.
+        names = cheap_columns(args.input, [args.type_column], format=fmt)
+        if names is None:
+            raise UsageError(
+                "--strict-types with --engine spark reads the type column first: it needs a "
+                "Parquet file or an uncompressed text file of at most 64 MiB"
+            )
+        query.check_names(names)
     # Imported here, not at the top: PySpark and pandas are an optional extra (kleene[spark]),
     # about 0.3 s to import, and no other command needs them.  Without them this raises
     # MissingDependencyError, which names what to install.

@@ -173,6 +173,26 @@ def read_table(path: str | Path, *, format: str | None = None) -> pa.Table:
     return pa.Table.from_batches(batches)
 
 
+def cheap_columns(
+    path: str | Path, columns: Sequence[str], *, format: str | None = None
+) -> list[pa.RecordBatch] | None:
+    """``columns`` of the whole file when they can be read cheaply before a run; else None.
+
+    Cheap means: a Parquet file (only those column chunks are decoded, strings
+    as dictionaries), or an uncompressed CSV or JSON Lines file of at most
+    :data:`BUFFER_BYTES` (read whole, in parallel for CSV).  A larger or
+    compressed text file would be parsed twice, so it is not read here.
+    ``--strict-types`` reads the type and stream columns this way.
+    """
+    p = Path(path)
+    fmt = detect_format(p, format)
+    if not p.is_file():
+        return None
+    if fmt != "parquet" and (p.suffix.lower() in _COMPRESSION or p.stat().st_size > BUFFER_BYTES):
+        return None
+    return list(read_batches(p, format=fmt, columns=columns, dictionary=True, batch_size=1 << 20))
+
+
 def count_rows(path: str | Path, *, format: str | None = None) -> int | None:
     """Number of rows of ``path``, cheaply; ``None`` when it cannot be known cheaply.
 

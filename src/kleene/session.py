@@ -28,7 +28,7 @@ from kleene.language.checks import check
 from kleene.language.errors import DataError, KleeneError
 from kleene.language.schema import Schema
 from kleene.planning.plan import Plan
-from kleene.predicates.conform import conform
+from kleene.predicates.conform import conform, textual
 from kleene.results import ComplexEvent, EventRows, Match, MatchBatch, QueryMatch
 from kleene.runtime.contract import BatchEngine
 from kleene.runtime.enumeration import Columns, Found
@@ -228,10 +228,23 @@ class Session(OrderedFeed):
             self.seen.check(self.plan)
 
     def check_schema(self, batch: pa.RecordBatch) -> None:
-        """Without a declared schema, check the query against the first batch's columns."""
+        """Without a declared schema, check the query against the first batch's columns.
+
+        A string column the query reads as a number is a string attribute when
+        the first batch shows it holds text (:func:`~kleene.predicates.conform.textual`),
+        so ``carrier > 60`` is a query error rather than every row a bad one.
+        """
         if not self.checked:
             q = self.plan
-            check(q.query, q.text, Schema.from_arrow(batch.schema, q.options.type_column))
+            names = batch.schema.names
+            examples = {}
+            for attr, req in q.requirements_for(batch.schema).items():
+                if req.kind == "number" and attr in names and attr != q.options.type_column:
+                    example = textual(batch.column(attr))
+                    if example is not None:
+                        examples[attr] = example
+            schema = Schema.from_arrow(batch.schema, q.options.type_column, textual=examples)
+            check(q.query, q.text, schema)
             self.checked = True
 
     def stream_rows(self, batch: pa.RecordBatch, named: np.ndarray) -> np.ndarray | None:

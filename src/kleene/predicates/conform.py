@@ -66,6 +66,13 @@ _NUMBER_RE = (
     r"^[+-]?([0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?|inf|infinity|nan)$"
 )
 
+NULL_LIKE = frozenset(
+    ["na", "n/a", "n.a.", "nan", "null", "none", "nil", "-", "--", "?", "#n/a", "missing", "undefined"]
+)
+"""Texts that often mean "no value" in files (compared case-insensitively, blanks trimmed):
+a column of these is not called text, and a number column holding one suggests
+``--null-values``."""
+
 MISSING = "missing attribute"
 NULL = "null value"
 NAN = "NaN value"
@@ -310,6 +317,35 @@ def _of_types(col: pa.Array, types: frozenset[str]) -> np.ndarray:
     if not _is_string(col.type):
         col = col.cast(pa.string())
     return _mask(pc.is_in(col, value_set=value_set))
+
+
+# ------------------------------------------------------------------ text
+
+
+def textual(arr: pa.Array | pa.ChunkedArray) -> str | None:
+    """An example value if the string column ``arr`` holds text, not numbers; else None.
+
+    Text: some non-blank value, none of which parses as a number, and not
+    all of them null-like (:data:`NULL_LIKE`: a number column written with
+    ``NA`` for its missing values is still a number column).  The checker
+    then rejects a comparison of the column with a number as a query error;
+    a column with some numbers is left to the data (its other values are bad rows).
+    """
+    values = pc.unique(arr)
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()
+    if not _is_string(values.type):
+        return None
+    trimmed = pc.utf8_trim_whitespace(values.drop_null())
+    trimmed = trimmed.filter(pc.not_equal(trimmed, ""))
+    if len(trimmed) == 0:
+        return None
+    if _mask(pc.match_substring_regex(trimmed, _NUMBER_RE, ignore_case=True)).any():
+        return None
+    for value in trimmed.to_pylist():
+        if value.lower() not in NULL_LIKE:
+            return str(value)
+    return None
 
 
 # --------------------------------------------------------------------- main

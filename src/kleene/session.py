@@ -23,6 +23,8 @@ import pyarrow.compute as pc
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.reorder import ReorderBuffer
 from kleene.io.timecol import to_nanos
+from kleene.io.utf8 import INVALID_UTF8, unmark
+from kleene.io.utf8 import REASON as UTF8_REASON
 from kleene.language import ast
 from kleene.language.checks import check
 from kleene.language.errors import DataError, KleeneError
@@ -152,8 +154,18 @@ class OrderedFeed:
         if n == 0:
             return []
         self.next_row = int(positions[-1]) + 1
-        self.seen.add(batch)
         named = positions if report is None else np.asarray(report, dtype=np.int64)
+        if INVALID_UTF8 in batch.schema.names:  # rows the reader found invalid UTF-8 in
+            batch, marked = unmark(batch)
+            for row, column in marked:
+                self.set_aside(batch, row, int(named[row]), column, UTF8_REASON)
+            if marked:
+                keep = np.ones(n, bool)
+                keep[[row for row, _ in marked]] = False
+                batch, positions, named = batch.filter(pa.array(keep)), positions[keep], named[keep]
+                if batch.num_rows == 0:
+                    return []
+        self.seen.add(batch)
         return self._rows(batch, positions, named, with_events=with_events, columnar=columnar)
 
     def _rows(
@@ -168,8 +180,7 @@ class OrderedFeed:
         raise NotImplementedError
 
     def check_names(self) -> None:
-        """At the end of the input, under ``strict_types``: raise
-        :class:`~kleene.language.errors.UnseenNameError` for a name the stream never held."""
+        """End of input, ``strict_types``: UnseenNameError for a name the stream never held."""
         raise NotImplementedError
 
     def set_aside(

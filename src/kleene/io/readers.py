@@ -15,7 +15,10 @@ processed in bounded memory.  Three promises matter to the rest of kleene:
   batches: rows are never dropped or reordered here, because complex events
   name their events by input position.
 * **Malformed input fails loudly**, with a :class:`DataError` that names the
-  row and the line of the file.
+  row and the line of the file.  Invalid UTF-8 is not malformed input but a
+  bad row: a text column stays a string column, and the rows at fault are
+  marked in an extra column that the session hands to the bad-row policy
+  (:mod:`kleene.io.utf8`).
 
 How each format is streamed:
 
@@ -67,6 +70,7 @@ from typing import IO, Any, cast
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
+from kleene.io.utf8 import INVALID_UTF8, decode_batch, fix_row, is_valid
 from kleene.language.errors import DataError
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -161,6 +165,7 @@ def read_batches(
 
 
 def _select(batches: Iterator[pa.RecordBatch], wanted: frozenset[str]) -> Iterator[pa.RecordBatch]:
+    wanted = wanted | {INVALID_UTF8}
     for batch in batches:
         yield batch.select([n for n in batch.schema.names if n in wanted])
 
@@ -282,6 +287,7 @@ def _read_parquet(
 
 
 # ---------------------------------------------------------------------- csv
+_CSV_INVALID_UTF8 = re.compile(r"In CSV column #(\d+): CSV conversion error to string: invalid UTF8")
 _CSV_CONVERSION = re.compile(r"In CSV column #(\d+): .*CSV conversion error to ([^:]+): invalid value '(.*)'", re.S)
 
 
@@ -363,6 +369,14 @@ def _read_csv(
                     if size > BUFFER_BYTES:
                         kept = None
         except pa.ArrowInvalid as exc:
+            utf8 = _CSV_INVALID_UTF8.search(str(exc))
+            if utf8 is not None:  # a later block has invalid bytes: read the column as bytes
+                names = _csv_header(path)
+                index = int(utf8.group(1))
+                if index >= len(names) or column_types.get(names[index]) == pa.binary():
+                    raise _csv_error(path, exc) from exc
+                column_types[names[index]] = pa.binary()
+                continue
             match = _CSV_CONVERSION.search(str(exc))
             if match is None:
                 raise _csv_error(path, exc) from exc
@@ -382,11 +396,12 @@ def _read_csv(
         raise DataError(f"cannot settle the column types of {str(path)!r}")
 
     if kept is not None:
-        yield from _rebatch(iter(kept), batch_size)
+        yield from map(decode_batch, _rebatch(iter(kept), batch_size))
         return
     settled = {field.name: field.type for field in schema}
     try:
-        yield from _rebatch(iter(_csv_reader(path, batch_size, settled, include)), batch_size)
+        for batch in _rebatch(iter(_csv_reader(path, batch_size, settled, include)), batch_size):
+            yield decode_batch(batch)
     except pa.ArrowException as exc:
         raise _csv_error(path, exc) from exc
 
@@ -492,8 +507,14 @@ def _parse_chunk_arrow(chunk: Chunk) -> pa.Table | None:
 def _parse_chunk_python(chunk: Chunk, first_row: int, path: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for offset, (number, line) in enumerate(chunk):
+        invalid = False
         try:
-            value = json.loads(line)
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:  # a bad row (kleene.io.utf8), unless the JSON is bad too
+                text = line.decode("utf-8", "surrogateescape")
+                invalid = True
+            value = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise DataError(
                 f"malformed JSON on line {number} of {str(path)!r}: {exc}",
@@ -504,7 +525,7 @@ def _parse_chunk_python(chunk: Chunk, first_row: int, path: Path) -> list[dict[s
                 f"line {number} of {str(path)!r} is a JSON {type(value).__name__}, not an object",
                 row=first_row + offset,
             )
-        rows.append(value)
+        rows.append(fix_row(value) if invalid else value)
     return rows
 
 
@@ -608,8 +629,13 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table | None:
 
 
 def _parse_chunk(chunk: Chunk, first_row: int, path: Path, schema: pa.Schema | None) -> pa.Table:
-    """One chunk as a table (of ``schema`` when given): Arrow if possible, else Python."""
-    table = _parse_chunk_arrow(chunk)
+    """One chunk as a table (of ``schema`` when given): Arrow if possible, else Python.
+
+    Arrow's JSON reader would replace invalid UTF-8 with U+FFFD, silently: a
+    chunk holding some goes the Python way, which marks those rows (kleene.io.utf8).
+    """
+    valid = is_valid(b"\n".join(line for _, line in chunk))
+    table = _parse_chunk_arrow(chunk) if valid else None
     if table is not None:
         if schema is None:
             return table

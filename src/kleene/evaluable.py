@@ -150,8 +150,7 @@ class Evaluable:
         session = self.session()
         self._last_session = session
         columns = pushdown(self.columns, self.options.policy_mode, events=events)
-        yield from session.feed_all(
-            to_batches(source, columns), with_events=events, columnar=columnar
-        )
+        batches = to_batches(source, columns, null_values=self.options.null_values)
+        yield from session.feed_all(batches, with_events=events, columnar=columnar)
         for message in session.unseen():
             warnings.warn(message, UnseenNameWarning, stacklevel=3)

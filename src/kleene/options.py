@@ -9,6 +9,7 @@ Queries evaluated together (:func:`kleene.compile_many`) share them.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -28,6 +29,7 @@ class OptionKeywords(TypedDict, total=False):
     max_delay: str | None
     stream_column: str | None
     strict_types: bool
+    null_values: Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,9 @@ class InputOptions:
     of a warning: before evaluation when a file input's type column can be
     read cheaply first (:func:`kleene.io.readers.cheap_columns`), else at the
     end of the input, before the events still held by ``max_delay`` are released.
+    ``null_values``: more texts that mean "no value" in a CSV file (``["NA"]``),
+    besides the empty cell, ``null`` and ``NULL``; in JSON Lines, strings equal
+    to one are nulls.  Only files read by kleene (a path) use them.
     """
 
     type_column: str = "type"
@@ -54,8 +59,12 @@ class InputOptions:
     max_delay: str | None = None
     stream_column: str | None = None
     strict_types: bool = False
+    null_values: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.null_values, str):
+            raise KleeneError("null_values is a list of texts, e.g. ['NA', 'N/A']")
+        object.__setattr__(self, "null_values", tuple(self.null_values))
         if self.max_delay is not None:
             if self.time_column is None:
                 raise KleeneError("max_delay reorders events by time: pass time_column too")

@@ -103,6 +103,14 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
         "buffered and released in time order; later ones are bad rows (needs --time-column)",
     )
     run.add_argument(
+        "--null-values",
+        type=_tokens,
+        default=(),
+        metavar="TOKENS",
+        help="more texts that mean no value in CSV (and strings in JSON Lines), comma-separated, "
+        "e.g. NA,N/A (always: an empty cell, null, NULL)",
+    )
+    run.add_argument(
         "--strict-types",
         action="store_true",
         help="an event type or stream of the query that the input never holds is an error "
@@ -140,6 +148,14 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
     return run
 
 
+def _tokens(text: str) -> tuple[str, ...]:
+    """``--null-values NA,N/A``: the tokens, blanks around them kept out."""
+    tokens = tuple(t.strip() for t in text.split(","))
+    if not all(tokens):
+        raise argparse.ArgumentTypeError(f"an empty token in {text!r} (empty cells are nulls already)")
+    return tokens
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -167,6 +183,7 @@ def compile_queries(
         max_delay=args.max_delay,
         stream_column=stream_column,
         strict_types=args.strict_types,
+        null_values=args.null_values,
     )
     if len(texts) == 1:
         program = parse(texts[0][1])  # parsed once: lark's parse is a part of every start
@@ -202,7 +219,9 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
             check_names_first(query, inputs, args.format)
 
         def read(path: str) -> Iterator[pa.RecordBatch]:
-            return read_batches(path, format=args.format, batch_size=args.batch_size)
+            return read_batches(
+                path, format=args.format, batch_size=args.batch_size, null_values=args.null_values
+            )
 
         batches: Iterable[pa.RecordBatch]
         if len(inputs) == 1 and inputs[0][0] is None:

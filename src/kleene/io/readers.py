@@ -134,12 +134,16 @@ def read_batches(
     batch_size: int = 65536,
     columns: Sequence[str] | None = None,
     dictionary: bool = False,
+    null_values: Sequence[str] = (),
 ) -> Iterator[pa.RecordBatch]:
     """Yield the events of ``path`` as record batches of at most ``batch_size`` rows.
 
     ``columns``: only these columns, in the file's order (names the file lacks
     are left out, so that the query's own checks report them).  ``dictionary``:
     Parquet string columns come as dictionary arrays (other formats ignore it).
+    ``null_values``: more texts that mean "no value" (``NA``), besides
+    :data:`CSV_NULLS` in CSV; in JSON Lines a string equal to one is a null.
+    Parquet is typed and has its own nulls: it ignores them.
 
     The format comes from the extension (``.csv``, ``.tsv``, ``.jsonl``,
     ``.ndjson``, ``.json``, ``.parquet``; optionally compressed with ``.gz``,
@@ -159,9 +163,25 @@ def read_batches(
     if fmt == "parquet":
         return _read_parquet(p, batch_size, wanted, dictionary)
     if fmt == "csv":
-        return _read_csv(p, batch_size, wanted)
+        return _read_csv(p, batch_size, wanted, [*CSV_NULLS, *null_values])
     batches = _read_jsonl(p, batch_size)
+    if null_values:
+        batches = _nulled(batches, list(null_values))
     return batches if wanted is None else _select(batches, wanted)
+
+
+def _nulled(batches: Iterator[pa.RecordBatch], tokens: list[str]) -> Iterator[pa.RecordBatch]:
+    """JSON Lines strings equal to a null token become nulls (in every batch: one schema)."""
+    import pyarrow.compute as pc
+
+    value_set = pa.array(tokens, pa.string())
+    for batch in batches:
+        for i, field in enumerate(batch.schema):
+            if pa.types.is_string(field.type) and field.name != INVALID_UTF8:
+                column = batch.column(i)
+                nulled = pc.if_else(pc.is_in(column, value_set=value_set), None, column)
+                batch = batch.set_column(i, field, nulled)
+        yield batch
 
 
 def _select(batches: Iterator[pa.RecordBatch], wanted: frozenset[str]) -> Iterator[pa.RecordBatch]:
@@ -292,7 +312,7 @@ _CSV_CONVERSION = re.compile(r"In CSV column #(\d+): .*CSV conversion error to (
 
 
 def _csv_options(
-    path: Path, column_types: dict[str, pa.DataType], include: list[str] | None
+    path: Path, column_types: dict[str, pa.DataType], include: list[str] | None, nulls: list[str]
 ) -> dict[str, Any]:
     delimiter = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
     return {
@@ -300,7 +320,7 @@ def _csv_options(
         "convert_options": pcsv.ConvertOptions(
             column_types=column_types,
             include_columns=include,
-            null_values=CSV_NULLS,
+            null_values=nulls,
             strings_can_be_null=True,
             quoted_strings_can_be_null=False,
         ),
@@ -311,21 +331,26 @@ def _csv_reader(
     path: Path,
     batch_size: int,
     column_types: dict[str, pa.DataType],
-    include: list[str] | None = None,
+    include: list[str] | None,
+    nulls: list[str],
 ) -> pcsv.CSVStreamingReader:
     block = max(1 << 20, min(16 << 20, batch_size * 128))
     return pcsv.open_csv(
         path,
         read_options=pcsv.ReadOptions(block_size=block),
-        **_csv_options(path, column_types, include),
+        **_csv_options(path, column_types, include, nulls),
     )
 
 
 def _csv_whole(
-    path: Path, batch_size: int, column_types: dict[str, pa.DataType], include: list[str] | None
+    path: Path,
+    batch_size: int,
+    column_types: dict[str, pa.DataType],
+    include: list[str] | None,
+    nulls: list[str],
 ) -> list[pa.RecordBatch]:
     """A small file read at once: Arrow parses its 1 MiB blocks in parallel."""
-    table = pcsv.read_csv(path, **_csv_options(path, column_types, include))
+    table = pcsv.read_csv(path, **_csv_options(path, column_types, include, nulls))
     return table.combine_chunks().to_batches(max_chunksize=batch_size)
 
 
@@ -347,7 +372,7 @@ def _widen(current: str, value: str) -> pa.DataType:
 
 
 def _read_csv(
-    path: Path, batch_size: int, wanted: frozenset[str] | None = None
+    path: Path, batch_size: int, wanted: frozenset[str] | None, nulls: list[str]
 ) -> Iterator[pa.RecordBatch]:
     column_types: dict[str, pa.DataType] = {}
     # Arrow names a failing column by its place in the file, included or not.
@@ -358,9 +383,9 @@ def _read_csv(
         size = 0
         try:
             if whole:
-                kept = _csv_whole(path, batch_size, column_types, include)
+                kept = _csv_whole(path, batch_size, column_types, include, nulls)
                 break
-            reader = _csv_reader(path, batch_size, column_types, include)
+            reader = _csv_reader(path, batch_size, column_types, include, nulls)
             schema = reader.schema
             for batch in reader:
                 if kept is not None:
@@ -400,7 +425,7 @@ def _read_csv(
         return
     settled = {field.name: field.type for field in schema}
     try:
-        for batch in _rebatch(iter(_csv_reader(path, batch_size, settled, include)), batch_size):
+        for batch in _rebatch(iter(_csv_reader(path, batch_size, settled, include, nulls)), batch_size):
             yield decode_batch(batch)
     except pa.ArrowException as exc:
         raise _csv_error(path, exc) from exc

@@ -114,6 +114,26 @@ def _per_value(arr: pa.Array, template: str) -> _Reasons:
     return reasons
 
 
+def not_a_number(value: object) -> str:
+    """The reason for a text that is no number; for a null-like one (``NA``), how to read it
+    as null."""
+    reason = f"{value!r} is not a number"
+    if isinstance(value, str) and value.strip().lower() in NULL_LIKE:
+        token = value.strip()
+        reason += (
+            f" (if it means no value, read it as null: --null-values {token}, "
+            f"null_values=[{token!r}] in Python)"
+        )
+    return reason
+
+
+def _not_numbers(arr: pa.Array) -> _Reasons:
+    def reasons(rows: np.ndarray) -> list[str]:
+        return [not_a_number(v) for v in arr.take(pa.array(rows, pa.int64())).to_pylist()]
+
+    return reasons
+
+
 def _mask(arr: pa.Array) -> np.ndarray:
     """Arrow booleans (nulls = false) as numpy."""
     if arr.null_count:
@@ -189,7 +209,7 @@ def _parse_numbers(text: pa.Array) -> tuple[pa.Array, list[_Problem]]:
     bad = ~null & ~is_number
     problems: list[_Problem] = [
         (null, _fixed(NULL)),
-        (bad, _per_value(text, "{!r} is not a number")),
+        (bad, _not_numbers(text)),
     ]
     out: pa.Array | None = None
     if np.array_equal(is_int, is_number):  # every parsable value is an integer

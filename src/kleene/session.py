@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kleene.io.badrows import BadRowPolicy
-from kleene.io.reorder import ReorderBuffer
+from kleene.io.reorder import BACKWARDS, UNSORTED_HINT, ReorderBuffer
 from kleene.io.timecol import to_nanos
 from kleene.io.utf8 import INVALID_UTF8, unmark
 from kleene.io.utf8 import REASON as UTF8_REASON
@@ -239,12 +239,8 @@ class Session(OrderedFeed):
             self.seen.check(self.plan)
 
     def check_schema(self, batch: pa.RecordBatch) -> None:
-        """Without a declared schema, check the query against the first batch's columns.
-
-        A string column the query reads as a number is a string attribute when
-        the first batch shows it holds text (:func:`~kleene.predicates.conform.textual`),
-        so ``carrier > 60`` is a query error rather than every row a bad one.
-        """
+        """Without a declared schema, check the query against the first batch's columns (a string
+        column read as a number that holds text is a string: ``carrier > 60`` is a query error)."""
         if not self.checked:
             q = self.plan
             names = batch.schema.names
@@ -382,7 +378,9 @@ class Session(OrderedFeed):
         of them is handed over once.
         """
         if self.policy.mode == "error":
-            raise DataError(f"bad input: {reason}", row=pos, column=column)
+            unsorted = reason == BACKWARDS and column == self.plan.options.time_column
+            hint = UNSORTED_HINT if unsorted else ""
+            raise DataError(f"bad input: {reason}{hint}", row=pos, column=column)
         if self.reported is not None:
             if pos in self.reported:
                 return
@@ -437,7 +435,7 @@ class Session(OrderedFeed):
             if last is not None:
                 before = np.maximum(before, last)
             for row in rows[t < before].tolist():
-                self.set_aside(batch, row, int(positions[row]), column, "timestamp goes backwards")
+                self.set_aside(batch, row, int(positions[row]), column, BACKWARDS)
                 keep[row] = False
             self.last_time = seen[-1] if last is None else max(last, seen[-1])
             return times
@@ -447,7 +445,7 @@ class Session(OrderedFeed):
                 continue
             t = times[row]
             if last is not None and t < last:
-                self.set_aside(batch, row, int(positions[row]), column, "timestamp goes backwards")
+                self.set_aside(batch, row, int(positions[row]), column, BACKWARDS)
                 keep[row] = False
             else:
                 last = t

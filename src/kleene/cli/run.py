@@ -35,9 +35,9 @@ from kleene.io.badrows import BadRowPolicy
 from kleene.io.merge import merge_streams
 from kleene.io.readers import cheap_columns, count_rows, read_batches
 from kleene.io.writers import output_format
-from kleene.language.errors import DataError, UnseenNameWarning
+from kleene.language.errors import DataError, KleeneError, UnseenNameWarning
 from kleene.language.parser import parse
-from kleene.options import InputOptions
+from kleene.options import InputOptions, parse_size
 
 
 def add_run_parser(commands: Any) -> argparse.ArgumentParser:
@@ -103,6 +103,19 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
         "buffered and released in time order; later ones are bad rows (needs --time-column)",
     )
     run.add_argument(
+        "--sort",
+        action="store_true",
+        help="sort the input by --time-column before evaluating (stable: ties keep input order); "
+        "holds the whole input in memory, up to --sort-memory",
+    )
+    run.add_argument(
+        "--sort-memory",
+        type=_size,
+        metavar="SIZE",
+        help="the most memory --sort may hold, as Arrow data (e.g. 4GB, 512MB; default: half "
+        "the machine's memory); a larger input stops with an error (exit 1)",
+    )
+    run.add_argument(
         "--null-values",
         type=_tokens,
         default=(),
@@ -148,6 +161,13 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
     return run
 
 
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except KleeneError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _tokens(text: str) -> tuple[str, ...]:
     """``--null-values NA,N/A``: the tokens, blanks around them kept out."""
     tokens = tuple(t.strip() for t in text.split(","))
@@ -184,6 +204,8 @@ def compile_queries(
         stream_column=stream_column,
         strict_types=args.strict_types,
         null_values=args.null_values,
+        sort=args.sort,
+        sort_memory=args.sort_memory,
     )
     if len(texts) == 1:
         program = parse(texts[0][1])  # parsed once: lark's parse is a part of every start
@@ -206,6 +228,12 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     given = parse_inputs(args.input)
     if len(given) > 1 and not args.time_column:
         raise UsageError("several inputs are merged by time: give --time-column")
+    if args.sort and not args.time_column:
+        raise UsageError("--sort orders the input by time: give --time-column")
+    if args.sort and args.max_delay:
+        raise UsageError("--sort orders the whole input, --max-delay a nearly ordered one: choose one")
+    if args.sort_memory and not args.sort:
+        raise UsageError("--sort-memory is the limit of --sort: give --sort too")
     if STDIN in args.query and any(path == STDIN for _, path in given):
         raise UsageError("standard input can hold the query or the events, not both")
     stream_column = _stream_column(args, given)

@@ -22,6 +22,7 @@ from kleene.language.errors import (
     DataError,
     KleeneError,
     QueryError,
+    UnseenNameError,
     UnseenNameWarning,
     UnsupportedError,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "QueryError",
     "QueryMatch",
     "QuerySet",
+    "UnseenNameError",
     "UnseenNameWarning",
     "UnsupportedError",
     "compile",

@@ -186,6 +186,9 @@ class Query(Evaluable):
         )
         return draw_timeline(self, stretch, path=path, max_lanes=max_lanes)
 
+    def named_plans(self) -> list[tuple[str | None, Plan]]:
+        return [(None, self.plan)]
+
     def session(self) -> Session:
         """A fresh evaluation state, fed batch by batch with :meth:`Session.feed`."""
         return Session(self.plan)

@@ -12,18 +12,22 @@ vectorized predicate stage and give the same complex events.
 
 from __future__ import annotations
 
+import os
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from kleene.frames import check_shape, results_table, to_pandas, to_polars
 from kleene.io.badrows import BadRowPolicy
+from kleene.io.readers import cheap_columns
 from kleene.io.sources import pushdown, to_batches
-from kleene.language.errors import UnseenNameWarning
+from kleene.language.errors import KleeneError, UnseenNameWarning
 from kleene.options import InputOptions
+from kleene.planning.plan import Plan
 from kleene.results import ComplexEvent, Match, MatchBatch, QueryMatch
+from kleene.seen import NameWatch
 from kleene.session import OrderedFeed
 
 
@@ -139,6 +143,37 @@ class Evaluable:
         self._last_session = self._session
         return self._session.flush(with_events=True)
 
+    def named_plans(self) -> list[tuple[str | None, Plan]]:
+        """Each query's plan, with its name when it runs with others."""
+        raise NotImplementedError
+
+    def check_names(self, batches: Iterable[pa.RecordBatch]) -> None:
+        """Raise :class:`~kleene.language.errors.UnseenNameError` if an event type or stream of
+        the query never occurs in ``batches`` (the whole input's type and stream columns).
+
+        What ``strict_types`` does before a run when the input's columns can be
+        read cheaply (:func:`~kleene.io.readers.cheap_columns`).
+        """
+        named = self.named_plans()
+        watch = NameWatch(self.options, [plan for _, plan in named])
+        for batch in batches:
+            watch.add(batch)
+        for name, plan in named:
+            watch.check(plan, name)
+
+    def _check_file_names(self, source: Any) -> None:
+        """Under ``strict_types``, a file's type and stream columns checked before the run."""
+        if not self.options.strict_types or not isinstance(source, (str, os.PathLike)):
+            return
+        options = self.options
+        wanted = [c for c in (options.type_column, options.stream_column) if c is not None]
+        try:
+            batches = cheap_columns(os.fspath(source), wanted)
+        except KleeneError:  # a bad file is reported by the run itself
+            return
+        if batches is not None:
+            self.check_names(batches)
+
     def _whole(self, source: Any, *, events: bool, columnar: bool = False) -> Iterator[Any]:
         """A whole source through a fresh session (see :meth:`OrderedFeed.feed_all`).
 
@@ -146,11 +181,11 @@ class Evaluable:
         held is an :class:`~kleene.UnseenNameWarning` (a typo otherwise gives
         only silence).
         """
+        self._check_file_names(source)
         session = self.session()
         self._last_session = session
         columns = pushdown(self.columns, self.options.policy_mode, events=events)
-        yield from session.feed_all(
-            to_batches(source, columns), with_events=events, columnar=columnar
-        )
+        batches = to_batches(source, columns, null_values=self.options.null_values)
+        yield from session.feed_all(batches, with_events=events, columnar=columnar)
         for message in session.unseen():
             warnings.warn(message, UnseenNameWarning, stacklevel=3)

@@ -9,6 +9,9 @@ Queries evaluated together (:func:`kleene.compile_many`) share them.
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -27,6 +30,10 @@ class OptionKeywords(TypedDict, total=False):
     on_bad_row: str | BadRowPolicy
     max_delay: str | None
     stream_column: str | None
+    strict_types: bool
+    null_values: Sequence[str]
+    sort: bool
+    sort_memory: str | int | None
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,17 @@ class InputOptions:
     names the column saying which stream each event comes from (None: the
     input is one stream).  ``on_bad_row`` is ``"error"``, ``"skip"``,
     ``"quarantine"`` or a :class:`~kleene.io.badrows.BadRowPolicy`.
+    ``strict_types``: an event type or stream of the query that the input
+    never holds is an :class:`~kleene.language.errors.UnseenNameError` instead
+    of a warning: before evaluation when a file input's type column can be
+    read cheaply first (:func:`kleene.io.readers.cheap_columns`), else at the
+    end of the input, before the events still held by ``max_delay`` are released.
+    ``null_values``: more texts that mean "no value" in a CSV file (``["NA"]``),
+    besides the empty cell, ``null`` and ``NULL``; in JSON Lines, strings equal
+    to one are nulls.  Only files read by kleene (a path) use them.
+    ``sort``: the whole input is held in memory and evaluated in (time,
+    arrival) order (needs ``time_column``), up to ``sort_memory`` bytes of
+    Arrow data (``"4GB"``, or an int; default: half the machine's memory).
     """
 
     type_column: str = "type"
@@ -47,12 +65,28 @@ class InputOptions:
     on_bad_row: str | BadRowPolicy = "error"
     max_delay: str | None = None
     stream_column: str | None = None
+    strict_types: bool = False
+    null_values: tuple[str, ...] = ()
+    sort: bool = False
+    sort_memory: str | int | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.null_values, str):
+            raise KleeneError("null_values is a list of texts, e.g. ['NA', 'N/A']")
+        object.__setattr__(self, "null_values", tuple(self.null_values))
         if self.max_delay is not None:
             if self.time_column is None:
                 raise KleeneError("max_delay reorders events by time: pass time_column too")
             parse_duration(self.max_delay)  # a bad duration is reported here, once
+        if self.sort:
+            if self.time_column is None:
+                raise KleeneError("sort orders the input by time: pass time_column (--time-column) too")
+            if self.max_delay is not None:
+                raise KleeneError(
+                    "sort orders the whole input, max_delay a nearly ordered one: choose one"
+                )
+        if self.sort_memory is not None:
+            parse_size(self.sort_memory)
 
     @classmethod
     def given(cls, base: InputOptions | None = None, **options: Any) -> InputOptions:
@@ -70,7 +104,11 @@ class InputOptions:
         return None if self.max_delay is None else parse_duration(self.max_delay)
 
     def reorder_buffer(self) -> ReorderBuffer | None:
-        """A fresh buffer for bounded disorder, or None when input must come in time order."""
+        """A fresh buffer for bounded disorder or for sorting the whole input, or None when
+        input must come in time order."""
+        if self.sort:
+            limit = default_sort_memory() if self.sort_memory is None else parse_size(self.sort_memory)
+            return ReorderBuffer(self.time_column or "", self.time_unit, None, sort_memory=limit)
         delay = self.delay_nanos
         if delay is None:
             return None
@@ -86,3 +124,33 @@ class InputOptions:
         """``"error"``, ``"skip"`` or ``"quarantine"``."""
         spec = self.on_bad_row
         return spec.mode if isinstance(spec, BadRowPolicy) else spec
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(size: str | int) -> int:
+    """Bytes from ``4GB``, ``512 MiB``, ``1.5g`` or an int (binary units: 1 GB = 2**30 bytes)."""
+    if isinstance(size, int) and not isinstance(size, bool):
+        if size < 1:
+            raise KleeneError(f"sort_memory must be at least 1 byte, not {size}")
+        return size
+    match = _SIZE.match(str(size))
+    if match is None:
+        raise KleeneError(f"cannot read {size!r} as a size (e.g. 4GB, 512MB, 1000000)")
+    unit = (match.group(2) or "").lower()[:1]
+    if unit == "b":
+        unit = ""
+    value = int(float(match.group(1)) * _UNITS[unit])
+    if value < 1:
+        raise KleeneError(f"sort_memory must be at least 1 byte, not {size!r}")
+    return value
+
+
+def default_sort_memory() -> int:
+    """Half the machine's physical memory (4 GiB when the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) // 2
+    except (ValueError, OSError, AttributeError):
+        return 4 << 30

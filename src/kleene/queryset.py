@@ -161,6 +161,9 @@ class QuerySet(Evaluable):
             for members, reqs in plans
         ]
 
+    def named_plans(self) -> list[tuple[str | None, Plan]]:
+        return list(zip(self.names, self.plans, strict=True))
+
     def session(self) -> QuerySetSession:
         """A fresh evaluation state for all the queries."""
         return QuerySetSession(self)
@@ -190,6 +193,11 @@ class QuerySetSession(OrderedFeed):
             for s in self.sessions
             for message in self.seen.missing(s.plan)
         ]
+
+    def check_names(self) -> None:
+        if self.qs.options.strict_types:
+            for s in self.sessions:
+                self.seen.check(s.plan, s.name)
 
     def set_aside(
         self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str

@@ -5,16 +5,27 @@ types and streams the input holds.  A session records the distinct values of
 the type and stream columns it reads (one vectorized ``unique`` per batch) and,
 at the end of a whole run, names each type or stream of the query that never
 occurred, with the names seen and the nearest one (``did you mean 'DEP'?``).
+Under ``strict_types`` the same message is an :class:`UnseenNameError` whose
+caret points at the name in the query: before the run when the input's
+columns could be read cheaply first (:meth:`kleene.evaluable.Evaluable.check_names`),
+else at the end of the input.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kleene.language import ast
+from kleene.language.ast import NO_SPAN, Span
+from kleene.language.errors import UnseenNameError
+from kleene.language.parser import name_span
 from kleene.options import InputOptions
 from kleene.planning.plan import Plan
 
@@ -44,8 +55,8 @@ class SeenNames:
         self.names.update(str(v) for v in values if v is not None)
         self.done = self.expected <= self.names
 
-    def missing(self, expected: Iterable[str], kind: str) -> list[str]:
-        """A message per expected name never seen (none when no row was read at all, or when
+    def missing(self, expected: Iterable[str], kind: str) -> list[Unseen]:
+        """One per expected name never seen (none when no row was read at all, or when
         the column held more than :data:`MAX_NAMES` names, since recording stopped there)."""
         if self.rows == 0 or self.column is None or len(self.names) >= MAX_NAMES:
             return []
@@ -61,7 +72,7 @@ class SeenNames:
             near = nearest(name, seen)
             if near is not None:
                 message += f"; did you mean {near!r}?"
-            out.append(message)
+            out.append(Unseen(kind, name, message))
         return out
 
 
@@ -79,8 +90,52 @@ class NameWatch:
 
     def missing(self, plan: Plan) -> list[str]:
         """A message per event type or stream of ``plan`` that the stream so far never held."""
+        return [u.message for u in self.unseen(plan)]
+
+    def unseen(self, plan: Plan) -> list[Unseen]:
+        """The event types and streams of ``plan`` that the stream so far never held."""
         types, streams = expected_names(plan)
         return self.types.missing(types, "event type") + self.streams.missing(streams, "stream")
+
+    def check(self, plan: Plan, query_name: str | None = None) -> None:
+        """Under ``strict_types``: raise :class:`UnseenNameError` for the first name missing."""
+        found = self.unseen(plan)
+        if found:
+            raise unseen_error(plan, found[0], query_name)
+
+
+@dataclass(frozen=True)
+class Unseen:
+    """A name of the query the input never held: ``kind`` is "event type" or "stream"."""
+
+    kind: str
+    name: str
+    message: str
+
+
+def unseen_error(plan: Plan, unseen: Unseen, query_name: str | None = None) -> UnseenNameError:
+    """The error ``--strict-types`` raises: the warning's message, at the name in the query."""
+    span = _name_span(plan.query, unseen)
+    prefix = "" if query_name is None else f"query {query_name}: "
+    return UnseenNameError(prefix + unseen.message, span.line, span.column, plan.text)
+
+
+def _name_span(query: ast.Query, unseen: Unseen) -> Span:
+    """Where the query first names the missing event type (or stream)."""
+    if unseen.kind == "stream":
+        for stream in query.streams:
+            if stream == unseen.name:
+                return name_span(stream, query.span)
+    stack: list[Any] = [query.where]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, ast.EventType):
+            if unseen.name == (node.stream if unseen.kind == "stream" else node.name):
+                return node.span if node.span != NO_SPAN else query.span
+            continue
+        if dataclasses.is_dataclass(node):
+            stack.extend(getattr(node, f.name) for f in dataclasses.fields(node))
+    return query.span
 
 
 def expected_names(plan: Plan) -> tuple[set[str], set[str]]:

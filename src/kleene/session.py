@@ -21,14 +21,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kleene.io.badrows import BadRowPolicy
-from kleene.io.reorder import ReorderBuffer
+from kleene.io.reorder import BACKWARDS, UNSORTED_HINT, ReorderBuffer
 from kleene.io.timecol import to_nanos
+from kleene.io.utf8 import INVALID_UTF8, unmark
+from kleene.io.utf8 import REASON as UTF8_REASON
 from kleene.language import ast
 from kleene.language.checks import check
 from kleene.language.errors import DataError, KleeneError
 from kleene.language.schema import Schema
 from kleene.planning.plan import Plan
-from kleene.predicates.conform import conform
+from kleene.predicates.conform import conform, textual
 from kleene.results import ComplexEvent, EventRows, Match, MatchBatch, QueryMatch
 from kleene.runtime.contract import BatchEngine
 from kleene.runtime.enumeration import Columns, Found
@@ -90,6 +92,7 @@ class OrderedFeed:
                 yield from self.feed_columns(batch, events=with_events)
             else:
                 yield from self.feed(batch, with_events=with_events)
+        self.check_names()
         if columnar:
             yield from self.flush_columns(events=with_events)
         else:
@@ -151,8 +154,18 @@ class OrderedFeed:
         if n == 0:
             return []
         self.next_row = int(positions[-1]) + 1
-        self.seen.add(batch)
         named = positions if report is None else np.asarray(report, dtype=np.int64)
+        if INVALID_UTF8 in batch.schema.names:  # rows the reader found invalid UTF-8 in
+            batch, marked = unmark(batch)
+            for row, column in marked:
+                self.set_aside(batch, row, int(named[row]), column, UTF8_REASON)
+            if marked:
+                keep = np.ones(n, bool)
+                keep[[row for row, _ in marked]] = False
+                batch, positions, named = batch.filter(pa.array(keep)), positions[keep], named[keep]
+                if batch.num_rows == 0:
+                    return []
+        self.seen.add(batch)
         return self._rows(batch, positions, named, with_events=with_events, columnar=columnar)
 
     def _rows(
@@ -164,6 +177,10 @@ class OrderedFeed:
 
     def unseen(self) -> list[str]:
         """The event types and streams of the query that the stream so far never held."""
+        raise NotImplementedError
+
+    def check_names(self) -> None:
+        """End of input, ``strict_types``: UnseenNameError for a name the stream never held."""
         raise NotImplementedError
 
     def set_aside(
@@ -215,12 +232,27 @@ class Session(OrderedFeed):
     def unseen(self) -> list[str]:
         return self.seen.missing(self.plan)
 
+    def check_names(self) -> None:
+        if self.plan.options.strict_types:
+            self.seen.check(self.plan)
+
     def check_schema(self, batch: pa.RecordBatch) -> None:
-        """Without a declared schema, check the query against the first batch's columns."""
+        """Without a declared schema, check the query against the first batch's columns (a string
+        column read as a number that holds text is a string: ``carrier > 60`` is a query error)."""
         if not self.checked:
             q = self.plan
+            names = batch.schema.names
+            examples = {}
+            for attr, req in q.requirements_for(batch.schema).items():
+                if req.kind == "number" and attr in names and attr != q.options.type_column:
+                    example = textual(batch.column(attr))
+                    if example is not None:
+                        examples[attr] = example
             schema = Schema.from_arrow(
-                batch.schema, q.options.type_column, needs_type_column=q.type_column is not None
+                batch.schema,
+                q.options.type_column,
+                textual=examples,
+                needs_type_column=q.type_column is not None,
             )
             check(q.query, q.text, schema)
             self.checked = True
@@ -349,7 +381,9 @@ class Session(OrderedFeed):
         of them is handed over once.
         """
         if self.policy.mode == "error":
-            raise DataError(f"bad input: {reason}", row=pos, column=column)
+            unsorted = reason == BACKWARDS and column == self.plan.options.time_column
+            hint = UNSORTED_HINT if unsorted else ""
+            raise DataError(f"bad input: {reason}{hint}", row=pos, column=column)
         if self.reported is not None:
             if pos in self.reported:
                 return
@@ -404,7 +438,7 @@ class Session(OrderedFeed):
             if last is not None:
                 before = np.maximum(before, last)
             for row in rows[t < before].tolist():
-                self.set_aside(batch, row, int(positions[row]), column, "timestamp goes backwards")
+                self.set_aside(batch, row, int(positions[row]), column, BACKWARDS)
                 keep[row] = False
             self.last_time = seen[-1] if last is None else max(last, seen[-1])
             return times
@@ -414,7 +448,7 @@ class Session(OrderedFeed):
                 continue
             t = times[row]
             if last is not None and t < last:
-                self.set_aside(batch, row, int(positions[row]), column, "timestamp goes backwards")
+                self.set_aside(batch, row, int(positions[row]), column, BACKWARDS)
                 keep[row] = False
             else:
                 last = t

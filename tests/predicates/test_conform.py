@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kleene.predicates.conform import Requirement, conform
+from kleene.predicates.conform import NULL_LIKE, Requirement, conform
 
 EVERY = None
 
@@ -264,6 +264,12 @@ def test_number_parsing_matches_python_float(rows: list[tuple[Any, Any]], dictio
                 number = float(v.strip())
             except ValueError:
                 reason = f"{v!r} is not a number"
+                if v.strip().lower() in NULL_LIKE:  # '-': the hint to read it as null
+                    token = v.strip()
+                    reason += (
+                        f" (if it means no value, read it as null: --null-values {token}, "
+                        f"null_values=[{token!r}] in Python)"
+                    )
             else:
                 if "_" in v:  # Python accepts 1_000; the CSV syntax does not
                     number, reason = None, f"{v!r} is not a number"

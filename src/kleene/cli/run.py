@@ -33,11 +33,11 @@ from kleene.cli.progress import Progress, is_tty
 from kleene.cli.spark_run import run_spark
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.merge import merge_streams
-from kleene.io.readers import count_rows, read_batches
+from kleene.io.readers import cheap_columns, count_rows, read_batches
 from kleene.io.writers import output_format
-from kleene.language.errors import UnseenNameWarning
+from kleene.language.errors import DataError, KleeneError, UnseenNameWarning
 from kleene.language.parser import parse
-from kleene.options import InputOptions
+from kleene.options import InputOptions, parse_size
 
 
 def add_run_parser(commands: Any) -> argparse.ArgumentParser:
@@ -103,6 +103,34 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
         "buffered and released in time order; later ones are bad rows (needs --time-column)",
     )
     run.add_argument(
+        "--sort",
+        action="store_true",
+        help="sort the input by --time-column before evaluating (stable: ties keep input order); "
+        "holds the whole input in memory, up to --sort-memory",
+    )
+    run.add_argument(
+        "--sort-memory",
+        type=_size,
+        metavar="SIZE",
+        help="the most memory --sort may hold, as Arrow data (e.g. 4GB, 512MB; default: half "
+        "the machine's memory); a larger input stops with an error (exit 1)",
+    )
+    run.add_argument(
+        "--null-values",
+        type=_tokens,
+        default=(),
+        metavar="TOKENS",
+        help="more texts that mean no value in CSV (and strings in JSON Lines), comma-separated, "
+        "e.g. NA,N/A (always: an empty cell, null, NULL)",
+    )
+    run.add_argument(
+        "--strict-types",
+        action="store_true",
+        help="an event type or stream of the query that the input never holds is an error "
+        "(exit 2) instead of a warning: before the run when the type column is read cheaply "
+        "(Parquet, or an uncompressed text file up to 64 MiB), else at the end of the input",
+    )
+    run.add_argument(
         "--on-bad-row",
         nargs="+",
         metavar=("{error,skip,quarantine}", "FILE"),
@@ -133,6 +161,21 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
     return run
 
 
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except KleeneError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _tokens(text: str) -> tuple[str, ...]:
+    """``--null-values NA,N/A``: the tokens, blanks around them kept out."""
+    tokens = tuple(t.strip() for t in text.split(","))
+    if not all(tokens):
+        raise argparse.ArgumentTypeError(f"an empty token in {text!r} (empty cells are nulls already)")
+    return tokens
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -159,6 +202,10 @@ def compile_queries(
         on_bad_row=policy,
         max_delay=args.max_delay,
         stream_column=stream_column,
+        strict_types=args.strict_types,
+        null_values=args.null_values,
+        sort=args.sort,
+        sort_memory=args.sort_memory,
     )
     if len(texts) == 1:
         program = parse(texts[0][1])  # parsed once: lark's parse is a part of every start
@@ -181,6 +228,12 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     given = parse_inputs(args.input)
     if len(given) > 1 and not args.time_column:
         raise UsageError("several inputs are merged by time: give --time-column")
+    if args.sort and not args.time_column:
+        raise UsageError("--sort orders the input by time: give --time-column")
+    if args.sort and args.max_delay:
+        raise UsageError("--sort orders the whole input, --max-delay a nearly ordered one: choose one")
+    if args.sort_memory and not args.sort:
+        raise UsageError("--sort-memory is the limit of --sort: give --sort too")
     if STDIN in args.query and any(path == STDIN for _, path in given):
         raise UsageError("standard input can hold the query or the events, not both")
     stream_column = _stream_column(args, given)
@@ -190,9 +243,13 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     ) as caught:
         warnings.simplefilter("always", UnseenNameWarning)
         query = compile_queries(args, policy, stream_column)
+        if args.strict_types:
+            check_names_first(query, inputs, args.format)
 
         def read(path: str) -> Iterator[pa.RecordBatch]:
-            return read_batches(path, format=args.format, batch_size=args.batch_size)
+            return read_batches(
+                path, format=args.format, batch_size=args.batch_size, null_values=args.null_values
+            )
 
         batches: Iterable[pa.RecordBatch]
         if len(inputs) == 1 and inputs[0][0] is None:
@@ -240,6 +297,33 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     if policy.count:
         print(f"kleene: {policy.summary()}", file=stderr)
     return EXIT_OK
+
+
+def check_names_first(
+    query: kleene.Query | kleene.QuerySet, inputs: list[tuple[str | None, str]], fmt: str | None
+) -> None:
+    """``--strict-types``: the inputs' type and stream columns checked before the run, when every
+    input's can be read cheaply (:func:`kleene.io.readers.cheap_columns`); otherwise the run
+    checks them at the end of the input.  ``STREAM=FILE`` names the stream of a whole file."""
+    options = query.options
+    wanted = [c for c in (options.type_column, options.stream_column) if c is not None]
+    batches: list[pa.RecordBatch] = []
+    for name, path in inputs:
+        try:
+            read = cheap_columns(path, wanted, format=fmt)
+        except DataError:
+            return  # a missing or unreadable file: the run says so
+        if read is None:
+            return
+        for batch in read:
+            if name is not None and options.stream_column is not None:
+                stream = pa.array([name] * batch.num_rows, pa.string())
+                names = batch.schema.names
+                if options.stream_column in names:
+                    batch = batch.drop_columns([options.stream_column])
+                batch = batch.append_column(options.stream_column, stream)
+            batches.append(batch)
+    query.check_names(batches)
 
 
 def _total_rows(inputs: list[tuple[str | None, str]], fmt: str | None) -> int | None:

@@ -16,7 +16,7 @@ import pyarrow as pa
 import kleene
 from kleene.cli.common import EXIT_OK, UsageError, load_query, parse_inputs
 from kleene.io.peek import Peeked, peek_schema
-from kleene.io.readers import detect_format, read_batches
+from kleene.io.readers import cheap_columns, detect_format, read_batches
 from kleene.io.writers import output_format
 from kleene.language.checks import check
 from kleene.language.errors import DataError, KleeneError, QueryError
@@ -51,6 +51,8 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         raise UsageError("--engine spark supports only --on-bad-row error")
     if args.max_delay:
         raise UsageError("--engine spark orders events itself: --max-delay is for the in-process engine")
+    if getattr(args, "null_values", None):
+        raise UsageError("--null-values is for the in-process engine (Spark's CSV reader takes one null token)")
     if args.input == "-":
         raise UsageError("--engine spark reads a file or directory: standard input is for the in-process engine")
     fmt_out = output_format(args.output, args.output_format)
@@ -70,6 +72,15 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         stream_column=args.stream_column,
     )
     precheck(query, peeked)
+    if getattr(args, "strict_types", False):
+        # Before the JVM starts; Spark's run has no end-of-input check, so it must be cheap.
+        names = cheap_columns(args.input, [args.type_column], format=fmt)
+        if names is None:
+            raise UsageError(
+                "--strict-types with --engine spark reads the type column first: it needs a "
+                "Parquet file or an uncompressed text file of at most 64 MiB"
+            )
+        query.check_names(names)
     # Imported here, not at the top: PySpark and pandas are an optional extra (kleene[spark]),
     # about 0.3 s to import, and no other command needs them.  Without them this raises
     # MissingDependencyError, which names what to install.

@@ -15,7 +15,10 @@ processed in bounded memory.  Three promises matter to the rest of kleene:
   batches: rows are never dropped or reordered here, because complex events
   name their events by input position.
 * **Malformed input fails loudly**, with a :class:`DataError` that names the
-  row and the line of the file.
+  row and the line of the file.  Invalid UTF-8 is not malformed input but a
+  bad row: a text column stays a string column, and the rows at fault are
+  marked in an extra column that the session hands to the bad-row policy
+  (:mod:`kleene.io.utf8`).
 
 How each format is streamed:
 
@@ -67,6 +70,7 @@ from typing import IO, Any, cast
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
+from kleene.io.utf8 import INVALID_UTF8, decode_batch, fix_row, is_valid
 from kleene.language.errors import DataError
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -130,12 +134,16 @@ def read_batches(
     batch_size: int = 65536,
     columns: Sequence[str] | None = None,
     dictionary: bool = False,
+    null_values: Sequence[str] = (),
 ) -> Iterator[pa.RecordBatch]:
     """Yield the events of ``path`` as record batches of at most ``batch_size`` rows.
 
     ``columns``: only these columns, in the file's order (names the file lacks
     are left out, so that the query's own checks report them).  ``dictionary``:
     Parquet string columns come as dictionary arrays (other formats ignore it).
+    ``null_values``: more texts that mean "no value" (``NA``), besides
+    :data:`CSV_NULLS` in CSV; in JSON Lines a string equal to one is a null.
+    Parquet is typed and has its own nulls: it ignores them.
 
     The format comes from the extension (``.csv``, ``.tsv``, ``.jsonl``,
     ``.ndjson``, ``.json``, ``.parquet``; optionally compressed with ``.gz``,
@@ -155,12 +163,29 @@ def read_batches(
     if fmt == "parquet":
         return _read_parquet(p, batch_size, wanted, dictionary)
     if fmt == "csv":
-        return _read_csv(p, batch_size, wanted)
+        return _read_csv(p, batch_size, wanted, [*CSV_NULLS, *null_values])
     batches = _read_jsonl(p, batch_size)
+    if null_values:
+        batches = _nulled(batches, list(null_values))
     return batches if wanted is None else _select(batches, wanted)
 
 
+def _nulled(batches: Iterator[pa.RecordBatch], tokens: list[str]) -> Iterator[pa.RecordBatch]:
+    """JSON Lines strings equal to a null token become nulls (in every batch: one schema)."""
+    import pyarrow.compute as pc
+
+    value_set = pa.array(tokens, pa.string())
+    for batch in batches:
+        for i, field in enumerate(batch.schema):
+            if pa.types.is_string(field.type) and field.name != INVALID_UTF8:
+                column = batch.column(i)
+                nulled = pc.if_else(pc.is_in(column, value_set=value_set), None, column)
+                batch = batch.set_column(i, field, nulled)
+        yield batch
+
+
 def _select(batches: Iterator[pa.RecordBatch], wanted: frozenset[str]) -> Iterator[pa.RecordBatch]:
+    wanted = wanted | {INVALID_UTF8}
     for batch in batches:
         yield batch.select([n for n in batch.schema.names if n in wanted])
 
@@ -171,6 +196,26 @@ def read_table(path: str | Path, *, format: str | None = None) -> pa.Table:
     if not batches:
         return pa.table({})
     return pa.Table.from_batches(batches)
+
+
+def cheap_columns(
+    path: str | Path, columns: Sequence[str], *, format: str | None = None
+) -> list[pa.RecordBatch] | None:
+    """``columns`` of the whole file when they can be read cheaply before a run; else None.
+
+    Cheap means: a Parquet file (only those column chunks are decoded, strings
+    as dictionaries), or an uncompressed CSV or JSON Lines file of at most
+    :data:`BUFFER_BYTES` (read whole, in parallel for CSV).  A larger or
+    compressed text file would be parsed twice, so it is not read here.
+    ``--strict-types`` reads the type and stream columns this way.
+    """
+    p = Path(path)
+    fmt = detect_format(p, format)
+    if not p.is_file():
+        return None
+    if fmt != "parquet" and (p.suffix.lower() in _COMPRESSION or p.stat().st_size > BUFFER_BYTES):
+        return None
+    return list(read_batches(p, format=fmt, columns=columns, dictionary=True, batch_size=1 << 20))
 
 
 def count_rows(path: str | Path, *, format: str | None = None) -> int | None:
@@ -262,11 +307,12 @@ def _read_parquet(
 
 
 # ---------------------------------------------------------------------- csv
+_CSV_INVALID_UTF8 = re.compile(r"In CSV column #(\d+): CSV conversion error to string: invalid UTF8")
 _CSV_CONVERSION = re.compile(r"In CSV column #(\d+): .*CSV conversion error to ([^:]+): invalid value '(.*)'", re.S)
 
 
 def _csv_options(
-    path: Path, column_types: dict[str, pa.DataType], include: list[str] | None
+    path: Path, column_types: dict[str, pa.DataType], include: list[str] | None, nulls: list[str]
 ) -> dict[str, Any]:
     delimiter = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
     return {
@@ -274,7 +320,7 @@ def _csv_options(
         "convert_options": pcsv.ConvertOptions(
             column_types=column_types,
             include_columns=include,
-            null_values=CSV_NULLS,
+            null_values=nulls,
             strings_can_be_null=True,
             quoted_strings_can_be_null=False,
         ),
@@ -285,21 +331,26 @@ def _csv_reader(
     path: Path,
     batch_size: int,
     column_types: dict[str, pa.DataType],
-    include: list[str] | None = None,
+    include: list[str] | None,
+    nulls: list[str],
 ) -> pcsv.CSVStreamingReader:
     block = max(1 << 20, min(16 << 20, batch_size * 128))
     return pcsv.open_csv(
         path,
         read_options=pcsv.ReadOptions(block_size=block),
-        **_csv_options(path, column_types, include),
+        **_csv_options(path, column_types, include, nulls),
     )
 
 
 def _csv_whole(
-    path: Path, batch_size: int, column_types: dict[str, pa.DataType], include: list[str] | None
+    path: Path,
+    batch_size: int,
+    column_types: dict[str, pa.DataType],
+    include: list[str] | None,
+    nulls: list[str],
 ) -> list[pa.RecordBatch]:
     """A small file read at once: Arrow parses its 1 MiB blocks in parallel."""
-    table = pcsv.read_csv(path, **_csv_options(path, column_types, include))
+    table = pcsv.read_csv(path, **_csv_options(path, column_types, include, nulls))
     return table.combine_chunks().to_batches(max_chunksize=batch_size)
 
 
@@ -321,7 +372,7 @@ def _widen(current: str, value: str) -> pa.DataType:
 
 
 def _read_csv(
-    path: Path, batch_size: int, wanted: frozenset[str] | None = None
+    path: Path, batch_size: int, wanted: frozenset[str] | None, nulls: list[str]
 ) -> Iterator[pa.RecordBatch]:
     column_types: dict[str, pa.DataType] = {}
     # Arrow names a failing column by its place in the file, included or not.
@@ -332,9 +383,9 @@ def _read_csv(
         size = 0
         try:
             if whole:
-                kept = _csv_whole(path, batch_size, column_types, include)
+                kept = _csv_whole(path, batch_size, column_types, include, nulls)
                 break
-            reader = _csv_reader(path, batch_size, column_types, include)
+            reader = _csv_reader(path, batch_size, column_types, include, nulls)
             schema = reader.schema
             for batch in reader:
                 if kept is not None:
@@ -343,6 +394,14 @@ def _read_csv(
                     if size > BUFFER_BYTES:
                         kept = None
         except pa.ArrowInvalid as exc:
+            utf8 = _CSV_INVALID_UTF8.search(str(exc))
+            if utf8 is not None:  # a later block has invalid bytes: read the column as bytes
+                names = _csv_header(path)
+                index = int(utf8.group(1))
+                if index >= len(names) or column_types.get(names[index]) == pa.binary():
+                    raise _csv_error(path, exc) from exc
+                column_types[names[index]] = pa.binary()
+                continue
             match = _CSV_CONVERSION.search(str(exc))
             if match is None:
                 raise _csv_error(path, exc) from exc
@@ -362,11 +421,12 @@ def _read_csv(
         raise DataError(f"cannot settle the column types of {str(path)!r}")
 
     if kept is not None:
-        yield from _rebatch(iter(kept), batch_size)
+        yield from map(decode_batch, _rebatch(iter(kept), batch_size))
         return
     settled = {field.name: field.type for field in schema}
     try:
-        yield from _rebatch(iter(_csv_reader(path, batch_size, settled, include)), batch_size)
+        for batch in _rebatch(iter(_csv_reader(path, batch_size, settled, include, nulls)), batch_size):
+            yield decode_batch(batch)
     except pa.ArrowException as exc:
         raise _csv_error(path, exc) from exc
 
@@ -472,8 +532,14 @@ def _parse_chunk_arrow(chunk: Chunk) -> pa.Table | None:
 def _parse_chunk_python(chunk: Chunk, first_row: int, path: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for offset, (number, line) in enumerate(chunk):
+        invalid = False
         try:
-            value = json.loads(line)
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:  # a bad row (kleene.io.utf8), unless the JSON is bad too
+                text = line.decode("utf-8", "surrogateescape")
+                invalid = True
+            value = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise DataError(
                 f"malformed JSON on line {number} of {str(path)!r}: {exc}",
@@ -484,7 +550,7 @@ def _parse_chunk_python(chunk: Chunk, first_row: int, path: Path) -> list[dict[s
                 f"line {number} of {str(path)!r} is a JSON {type(value).__name__}, not an object",
                 row=first_row + offset,
             )
-        rows.append(value)
+        rows.append(fix_row(value) if invalid else value)
     return rows
 
 
@@ -588,8 +654,13 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table | None:
 
 
 def _parse_chunk(chunk: Chunk, first_row: int, path: Path, schema: pa.Schema | None) -> pa.Table:
-    """One chunk as a table (of ``schema`` when given): Arrow if possible, else Python."""
-    table = _parse_chunk_arrow(chunk)
+    """One chunk as a table (of ``schema`` when given): Arrow if possible, else Python.
+
+    Arrow's JSON reader would replace invalid UTF-8 with U+FFFD, silently: a
+    chunk holding some goes the Python way, which marks those rows (kleene.io.utf8).
+    """
+    valid = is_valid(b"\n".join(line for _, line in chunk))
+    table = _parse_chunk_arrow(chunk) if valid else None
     if table is not None:
         if schema is None:
             return table

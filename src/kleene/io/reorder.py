@@ -3,7 +3,8 @@
 kleene's engines need events in time order.  Real feeds are a little out of
 order; this buffer sorts them within a bound and hands every row it cannot
 place (late, or with an unreadable time) to the bad-row policy, never
-dropping or misordering one silently.
+dropping or misordering one silently.  Without a bound (``sort``) it holds
+the whole input, up to a memory limit, and releases it sorted at the end.
 """
 
 from __future__ import annotations
@@ -14,11 +15,30 @@ import numpy as np
 import pyarrow as pa
 
 from kleene.io.timecol import to_nanos
-from kleene.language.errors import DataError
+from kleene.language.errors import DataError, KleeneError
 
 _ROW = "__kleene_row"
 _TIME = "__kleene_time"
 """Columns of the buffer: input row number and time (ns)."""
+
+
+BACKWARDS = "timestamp goes backwards"
+"""The bad-row reason of a row whose time is before an earlier row's (input not in order)."""
+UNSORTED_HINT = (
+    "; the input is not in time order: --sort sorts it by time first (sort=True in Python), "
+    "--max-delay DURATION accepts disorder up to DURATION (max_delay=)"
+)
+
+
+class SortMemoryError(KleeneError):
+    """``sort``: the input does not fit the memory allowed for sorting it (``sort_memory``)."""
+
+
+def _size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.3g} {unit}"
+    return f"{n} bytes"
 
 
 SetAside = Callable[[pa.RecordBatch, int, int, "str | None", str], None]
@@ -37,13 +57,24 @@ class ReorderBuffer:
     """
 
     def __init__(
-        self, time_column: str, time_unit: str, max_delay: int, said: str | None = None
+        self,
+        time_column: str,
+        time_unit: str,
+        max_delay: int | None,
+        said: str | None = None,
+        *,
+        sort_memory: int | None = None,
     ) -> None:
         self.time_column = time_column
         self.time_unit = time_unit
         self.max_delay = max_delay
+        """None: sort the whole input (``sort``): nothing is late, all is released at its end."""
         self.said = said or f"{max_delay} nanoseconds"
         """``max_delay`` as the user wrote it, for messages (``"2 seconds"``, not nanoseconds)."""
+        self.sort_memory = sort_memory
+        """With ``max_delay`` None: the most bytes of Arrow data held (the limit of ``sort``)."""
+        self.held = 0
+        self.parts: list[pa.Table] = []
         self.next_input = 0
         self.pending: pa.Table | None = None
         self.latest_seen: int | None = None
@@ -67,19 +98,8 @@ class ReorderBuffer:
             keep = ~np.asarray(bad_mask, dtype=bool)
             for i in np.flatnonzero(~keep).tolist():
                 set_aside(batch, i, int(rows[i]), column, "unreadable timestamp")
-            # Late: more than max_delay behind the latest time seen *before* the
-            # row arrived.  Decided row by row in arrival order, so the outcome
-            # does not depend on how the input is cut into batches.
-            lowest = np.iinfo(np.int64).min
-            seen = np.where(keep, times, lowest)
-            before = np.maximum.accumulate(np.concatenate(([self.latest_seen or lowest], seen)))[:-1]
-            late = keep & (before > lowest) & (times < before - self.max_delay)
-            for i in np.flatnonzero(late).tolist():
-                set_aside(
-                    batch, i, int(rows[i]), column,
-                    f"late event: more than {self.said} (max_delay) behind the latest time",
-                )
-            keep &= ~late
+            if self.max_delay is not None:
+                keep &= ~self._late(batch, rows, times, keep, set_aside)
             table = pa.Table.from_batches([batch]).filter(pa.array(keep))
             table = table.append_column(_ROW, pa.array(rows[keep])).append_column(
                 _TIME, pa.array(times[keep])
@@ -87,9 +107,25 @@ class ReorderBuffer:
             if len(table):
                 latest = int(times[keep].max())
                 self.latest_seen = latest if self.latest_seen is None else max(self.latest_seen, latest)
-            self.pending = table if self.pending is None else pa.concat_tables(
-                [self.pending, table], promote_options="permissive"
-            )
+            if self.max_delay is None:  # sorting: concatenated once, at the end
+                self.parts.append(table)
+            else:
+                self.pending = table if self.pending is None else pa.concat_tables(
+                    [self.pending, table], promote_options="permissive"
+                )
+            self.held += table.nbytes
+            if self.sort_memory is not None and self.held > self.sort_memory:
+                raise SortMemoryError(
+                    f"sorting by time holds the whole input in memory, and it passed the limit of "
+                    f"{_size(self.sort_memory)} (--sort-memory, sort_memory= in Python) at input "
+                    f"row {self.next_input - 1}: sort the file beforehand, raise --sort-memory, "
+                    "or, if it is nearly in time order, use --max-delay instead of --sort"
+                )
+        if self.max_delay is None:
+            if not final or not self.parts:
+                return []  # sorting: everything waits for the end
+            self.pending = pa.concat_tables(self.parts, promote_options="permissive")
+            self.parts = []
         if self.pending is None or self.pending.num_rows == 0:
             return []
         ordered = self.pending.sort_by([(_TIME, "ascending"), (_ROW, "ascending")])
@@ -97,9 +133,10 @@ class ReorderBuffer:
         if final:
             cut = len(ordered_times)
         else:
-            assert self.latest_seen is not None
+            assert self.latest_seen is not None and self.max_delay is not None
             cut = int(np.searchsorted(ordered_times, self.latest_seen - self.max_delay, side="right"))
         released, self.pending = ordered.slice(0, cut), ordered.slice(cut)
+        self.held = self.pending.nbytes
         if cut == 0:
             return []
         input_rows = released.column(_ROW).to_numpy()
@@ -111,6 +148,27 @@ class ReorderBuffer:
             input_rows = input_rows[m:]
         return parts
 
+    def _late(
+        self, batch: pa.RecordBatch, rows: np.ndarray, times: np.ndarray, keep: np.ndarray,
+        set_aside: SetAside,
+    ) -> np.ndarray:
+        """Late rows: more than max_delay behind the latest time seen *before* the row arrived.
+
+        Decided row by row in arrival order, so the outcome does not depend on
+        how the input is cut into batches.  Each goes to the policy.
+        """
+        assert self.max_delay is not None
+        lowest = np.iinfo(np.int64).min
+        seen = np.where(keep, times, lowest)
+        before = np.maximum.accumulate(np.concatenate(([self.latest_seen or lowest], seen)))[:-1]
+        late = keep & (before > lowest) & (times < before - self.max_delay)
+        for i in np.flatnonzero(late).tolist():
+            set_aside(
+                batch, i, int(rows[i]), self.time_column,
+                f"late event: more than {self.said} (max_delay) behind the latest time",
+            )
+        return late
+
     @property
     def holding(self) -> bool:
-        return self.pending is not None and self.pending.num_rows > 0
+        return bool(self.parts) or (self.pending is not None and self.pending.num_rows > 0)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -36,7 +36,9 @@ def pushdown(columns: tuple[str, ...], policy_mode: str, *, events: bool) -> tup
     return None if events or policy_mode == "quarantine" else columns
 
 
-def to_batches(source: Any, columns: Iterable[str] | None = None) -> Iterator[pa.RecordBatch]:
+def to_batches(
+    source: Any, columns: Iterable[str] | None = None, *, null_values: Sequence[str] = ()
+) -> Iterator[pa.RecordBatch]:
     """Normalize every supported source into RecordBatches.
 
     ``source``: a file path (CSV, JSON Lines, Parquet), a pyarrow Table,
@@ -51,11 +53,14 @@ def to_batches(source: Any, columns: Iterable[str] | None = None) -> Iterator[pa
     A file path is read with
     :func:`~kleene.io.readers.read_batches`; with ``columns`` (the callers that
     need no event data pass the query's), only those columns, strings as
-    dictionaries (projection pushdown).
+    dictionaries (projection pushdown); ``null_values``: more null tokens for
+    a text file.
     """
     if isinstance(source, (str, os.PathLike)):
         wanted = None if columns is None else tuple(columns)
-        yield from read_batches(os.fspath(source), columns=wanted, dictionary=wanted is not None)
+        yield from read_batches(
+            os.fspath(source), columns=wanted, dictionary=wanted is not None, null_values=null_values
+        )
         return
     if isinstance(source, pa.RecordBatch):
         yield source

@@ -244,7 +244,10 @@ class _Checker:
             left = self.expr(p.left, var, types)
             right = self.expr(p.right, var, types)
             if left is not None and right is not None and left != right:
-                raise self.error(f"cannot compare {_a(left)} with {_a(right)}", p.span)
+                raise self.error(
+                    f"cannot compare {_a(left)} with {_a(right)}{self.held(p.left, p.right)}",
+                    p.span,
+                )
         elif isinstance(p, ast.Like):
             kind = self.expr(p.operand, var, types)
             if kind is not None and kind != "string":
@@ -272,7 +275,18 @@ class _Checker:
     def number(self, e: ast.Expr, var: str, types: frozenset[str], what: str) -> None:
         kind = self.expr(e, var, types)
         if kind is not None and kind != "number":
-            raise self.error(f"{what} needs a number, not {_a(kind)}", e.span)
+            raise self.error(f"{what} needs a number, not {_a(kind)}{self.held(e)}", e.span)
+
+    def held(self, *exprs: ast.Expr) -> str:
+        """What an input's text column holds, when its values made it a string attribute."""
+        examples = self.schema.examples if self.schema is not None else {}
+        for e in exprs:
+            if isinstance(e, ast.Attr | ast.VarAttr) and e.name in examples:
+                return (
+                    f": column {e.name!r} holds text (such as {examples[e.name]!r}), "
+                    "not numbers"
+                )
+        return ""
 
     def expr(self, e: ast.Expr, var: str, types: frozenset[str]) -> AttrKind | None:
         if isinstance(e, ast.Const):

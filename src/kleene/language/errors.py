@@ -40,6 +40,12 @@ class UnsupportedError(QueryError):
     """A construct that parses but that this version does not evaluate yet."""
 
 
+class UnseenNameError(QueryError):
+    """Under ``strict_types`` (``--strict-types``): an event type or stream the query names
+    that the input never holds.  The message is the :class:`UnseenNameWarning`'s (names seen,
+    nearest name); the position is the name's first place in the query."""
+
+
 class DataError(KleeneError):
     """Bad input data: names the row (0-based input position) and the column."""
 

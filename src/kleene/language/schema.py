@@ -74,12 +74,16 @@ class Schema:
         *,
         shared_attributes: Mapping[str, AttrType] | None = None,
         text_columns: Iterable[str] = (),
+        examples: Mapping[str, str] | None = None,
     ) -> None:
         self._events = {name: dict(attrs) for name, attrs in events.items()}
         # Inferred string columns whose kind is left to the data: a CSV column
         # of numbers with one bad value is read as strings, and that bad value
         # must be reported as a bad row, not the whole query as wrong.
         self._text_columns = frozenset(text_columns)
+        # Inferred string columns the data showed to hold text (a value of each):
+        # the checker may then reject ``carrier > 60`` as a query error.
+        self.examples = dict(examples or {})
         self._streams = None if streams is None else {s: tuple(e) for s, e in streams.items()}
         self._shared = None if shared_attributes is None else dict(shared_attributes)
 
@@ -133,6 +137,7 @@ class Schema:
         arrow_schema: pa.Schema,
         type_column: str = "type",
         event_types: Iterable[str] | None = None,
+        textual: Mapping[str, str] | None = None,
         *,
         needs_type_column: bool = True,
     ) -> Schema:
@@ -141,7 +146,10 @@ class Schema:
         Every column except ``type_column`` is an attribute of every event
         type; columns of types a predicate cannot use (lists, structs,
         binary) are left out.  Event type names are open unless
-        ``event_types`` lists them.  Stream names are open.  A query that
+        ``event_types`` lists them.  Stream names are open.  A string
+        column's kind is left to the data (its values may be numbers
+        written as text) unless ``textual`` names it, with a value that
+        shows it holds text: then it is a string attribute.  A query that
         names no event type (only the wildcard ``_``) passes
         ``needs_type_column=False``: the input may then have no type column.
         """
@@ -159,10 +167,13 @@ class Schema:
             attr_type = _arrow_attr_type(field.type)
             if attr_type is not None:
                 shared[field.name] = attr_type
-        text = [name for name, t in shared.items() if t == "string"]
+        examples = {k: v for k, v in (textual or {}).items() if shared.get(k) == "string"}
+        text = [name for name, t in shared.items() if t == "string" and name not in examples]
         if event_types is None:
-            return cls({}, None, shared_attributes=shared, text_columns=text)
-        return cls({name: shared for name in event_types}, None, text_columns=text)
+            return cls({}, None, shared_attributes=shared, text_columns=text, examples=examples)
+        return cls(
+            {name: shared for name in event_types}, None, text_columns=text, examples=examples
+        )
 
     # ------------------------------------------------------------- queries
     @property

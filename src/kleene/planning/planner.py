@@ -9,13 +9,14 @@ which input columns a run reads (projection pushdown).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Callable, Iterator
 
 from kleene.automata.compile import compile_labelled, compile_pattern
 from kleene.language import ast
 from kleene.language.conditions import atoms as filter_atoms
 from kleene.language.conditions import nary_filters, var_attrs, without_self_references
-from kleene.language.errors import UnsupportedError
+from kleene.language.errors import QueryError, UnsupportedError
 from kleene.language.printer import filter_to_ceql
 from kleene.language.schema import Schema
 from kleene.language.variables import WILDCARD, variable_event_types
@@ -24,7 +25,7 @@ from kleene.planning.plan import Plan, Tuning
 from kleene.predicates.atoms import Atoms
 from kleene.predicates.conform import Requirement
 from kleene.predicates.kinds import infer_kinds
-from kleene.predicates.table import PredicateTable
+from kleene.predicates.table import MAX_WIDTH, PredicateTable
 from kleene.runtime.engine import Settings
 
 WHOLE_MATCH_STRATEGIES = ("NEXT", "LAST", "MAX")
@@ -83,6 +84,7 @@ def plan_query(
         atoms.event_types = list(srt.event_types)
         atoms.preds = list(srt.preds)
         atoms.streams = list(srt.streams)
+        check_width(atoms, query, text)
         register_runtime = tuning.register_runtime or choose_register_runtime(
             srt, settings, window, options.type_column, windowed=tuning.windowed
         )
@@ -90,6 +92,7 @@ def plan_query(
             raise ValueError("the windowed runtime needs a WITHIN n EVENTS window")
     else:
         atoms.collect(where, with_streams=with_streams)
+        check_width(atoms, query, text)
         try:
             if whole_match:
                 cea, labels = compile_labelled(where, atoms, None, project=projection)
@@ -131,6 +134,53 @@ def plan_query(
             frozenset(query.streams) if with_streams and query.streams else None
         ),
     )
+
+
+def check_width(atoms: Atoms, query: ast.Query, text: str) -> None:
+    """A query needing more than :data:`MAX_WIDTH` atoms is a :class:`QueryError` at the first
+    atom past the limit (bit vectors are uint64: one bit per event type, per distinct
+    ``var[...]`` predicate, per ``S>E`` stream; that order)."""
+    types, preds, streams = len(atoms.event_types), len(atoms.preds), len(atoms.streams)
+    width = types + preds + streams
+    if width <= MAX_WIDTH:
+        return
+    span: ast.Span = ast.NO_SPAN
+    if types > MAX_WIDTH:
+        first = f"event type {atoms.event_types[MAX_WIDTH]!r}"
+        span = _event_span(query.where, lambda e: e.name == atoms.event_types[MAX_WIDTH])
+    elif types + preds > MAX_WIDTH:
+        pred = atoms.preds[MAX_WIDTH - types]
+        first = "this predicate"
+        span = getattr(pred, "span", ast.NO_SPAN)
+    else:
+        stream = atoms.streams[MAX_WIDTH - types - preds]
+        first = f"stream {stream!r}"
+        span = _event_span(query.where, lambda e: e.stream == stream)
+    if span == ast.NO_SPAN:
+        span = query.where.span
+    raise QueryError(
+        f"too many atoms: the query needs {width} ({types} event types, {preds} distinct "
+        f"predicates, {streams} streams), at most {MAX_WIDTH} are supported, and {first} is "
+        f"number {MAX_WIDTH + 1}. To get under the limit, put the conditions on one variable "
+        "in one bracket (a[x > 1 AND y < 2] is one predicate, a[x > 1] AND a[y < 2] two), "
+        "compare with a set (a[x IN {1, 2, 3}]) or a range (a[x IN RANGE(1, 9)]) instead of "
+        "one comparison per value, or split the query into several (kleene.compile_many "
+        "runs them in one pass)",
+        span.line, span.column, text,
+    )
+
+
+def _event_span(pattern: ast.Pattern, wanted: Callable[[ast.EventType], bool]) -> ast.Span:
+    """The span of the first event type atom of ``pattern`` that is ``wanted``."""
+    stack: list[object] = [pattern]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, ast.EventType):
+            if wanted(node):
+                return node.span
+        elif dataclasses.is_dataclass(node):
+            stack.extend(getattr(node, f.name) for f in dataclasses.fields(node))
+    return ast.NO_SPAN
 
 
 def choose_engine(query: ast.Query) -> tuple[str, str]:

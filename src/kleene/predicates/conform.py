@@ -66,6 +66,13 @@ _NUMBER_RE = (
     r"^[+-]?([0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?|inf|infinity|nan)$"
 )
 
+NULL_LIKE = frozenset(
+    ["na", "n/a", "n.a.", "nan", "null", "none", "nil", "-", "--", "?", "#n/a", "missing", "undefined"]
+)
+"""Texts that often mean "no value" in files (compared case-insensitively, blanks trimmed):
+a column of these is not called text, and a number column holding one suggests
+``--null-values``."""
+
 MISSING = "missing attribute"
 NULL = "null value"
 NAN = "NaN value"
@@ -103,6 +110,26 @@ def _per_value(arr: pa.Array, template: str) -> _Reasons:
     def reasons(rows: np.ndarray) -> list[str]:
         values = arr.take(pa.array(rows, pa.int64())).to_pylist()
         return [template.format(v) for v in values]
+
+    return reasons
+
+
+def not_a_number(value: object) -> str:
+    """The reason for a text that is no number; for a null-like one (``NA``), how to read it
+    as null."""
+    reason = f"{value!r} is not a number"
+    if isinstance(value, str) and value.strip().lower() in NULL_LIKE:
+        token = value.strip()
+        reason += (
+            f" (if it means no value, read it as null: --null-values {token}, "
+            f"null_values=[{token!r}] in Python)"
+        )
+    return reason
+
+
+def _not_numbers(arr: pa.Array) -> _Reasons:
+    def reasons(rows: np.ndarray) -> list[str]:
+        return [not_a_number(v) for v in arr.take(pa.array(rows, pa.int64())).to_pylist()]
 
     return reasons
 
@@ -182,7 +209,7 @@ def _parse_numbers(text: pa.Array) -> tuple[pa.Array, list[_Problem]]:
     bad = ~null & ~is_number
     problems: list[_Problem] = [
         (null, _fixed(NULL)),
-        (bad, _per_value(text, "{!r} is not a number")),
+        (bad, _not_numbers(text)),
     ]
     out: pa.Array | None = None
     if np.array_equal(is_int, is_number):  # every parsable value is an integer
@@ -310,6 +337,35 @@ def _of_types(col: pa.Array, types: frozenset[str]) -> np.ndarray:
     if not _is_string(col.type):
         col = col.cast(pa.string())
     return _mask(pc.is_in(col, value_set=value_set))
+
+
+# ------------------------------------------------------------------ text
+
+
+def textual(arr: pa.Array | pa.ChunkedArray) -> str | None:
+    """An example value if the string column ``arr`` holds text, not numbers; else None.
+
+    Text: some non-blank value, none of which parses as a number, and not
+    all of them null-like (:data:`NULL_LIKE`: a number column written with
+    ``NA`` for its missing values is still a number column).  The checker
+    then rejects a comparison of the column with a number as a query error;
+    a column with some numbers is left to the data (its other values are bad rows).
+    """
+    values = pc.unique(arr)
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()
+    if not _is_string(values.type):
+        return None
+    trimmed = pc.utf8_trim_whitespace(values.drop_null())
+    trimmed = trimmed.filter(pc.not_equal(trimmed, ""))
+    if len(trimmed) == 0:
+        return None
+    if _mask(pc.match_substring_regex(trimmed, _NUMBER_RE, ignore_case=True)).any():
+        return None
+    for value in trimmed.to_pylist():
+        if value.lower() not in NULL_LIKE:
+            return str(value)
+    return None
 
 
 # --------------------------------------------------------------------- main

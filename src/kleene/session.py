@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kleene.io.badrows import BadRowPolicy
+from kleene.io.badrows import SKIP_HINTS, BadRowPolicy
 from kleene.io.reorder import BACKWARDS, UNSORTED_HINT, ReorderBuffer
 from kleene.io.timecol import to_nanos
 from kleene.io.utf8 import INVALID_UTF8, unmark
@@ -241,18 +241,12 @@ class Session(OrderedFeed):
         column read as a number that holds text is a string: ``carrier > 60`` is a query error)."""
         if not self.checked:
             q = self.plan
-            names = batch.schema.names
-            examples = {}
-            for attr, req in q.requirements_for(batch.schema).items():
-                if req.kind == "number" and attr in names and attr != q.options.type_column:
-                    example = textual(batch.column(attr))
-                    if example is not None:
-                        examples[attr] = example
+            names, typed = batch.schema.names, q.type_column is not None
+            numbers = [a for a, r in q.requirements_for(batch.schema).items() if r.kind == "number"]
+            texts = {a: textual(batch.column(a)) for a in numbers if a in names and a != q.type_column}
+            examples = {a: text for a, text in texts.items() if text is not None}
             schema = Schema.from_arrow(
-                batch.schema,
-                q.options.type_column,
-                textual=examples,
-                needs_type_column=q.type_column is not None,
+                batch.schema, q.options.type_column, textual=examples, needs_type_column=typed
             )
             check(q.query, q.text, schema)
             self.checked = True
@@ -382,7 +376,7 @@ class Session(OrderedFeed):
         """
         if self.policy.mode == "error":
             unsorted = reason == BACKWARDS and column == self.plan.options.time_column
-            hint = UNSORTED_HINT if unsorted else ""
+            hint = UNSORTED_HINT if unsorted else SKIP_HINTS.get(reason, "")
             raise DataError(f"bad input: {reason}{hint}", row=pos, column=column)
         if self.reported is not None:
             if pos in self.reported:

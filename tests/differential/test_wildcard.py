@@ -126,7 +126,7 @@ def test_cli_runs_the_flights_query_on_a_csv_without_a_type_column(tmp_path: Pat
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [(d["positions"], d["partition"]) for d in lines] == [([0, 3], ["UA"]), ([4, 5], ["AA"])]
+    assert [(d["positions"], d["partition"]) for d in lines] == [([0, 3], {"carrier": "UA"}), ([4, 5], {"carrier": "AA"})]
     assert lines[0]["events"][1] == {"carrier": "UA", "dep_delay": 65, "time": "2013-01-01T05:40:00"}
     # Naming a type on the same file: the missing type column is an input error naming the fix.
     named = cmd.copy()

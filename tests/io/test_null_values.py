@@ -47,7 +47,11 @@ def test_cli_hint_then_the_option(tmp_path: Path) -> None:
     )
     proc = cli(QUERY, "--input", str(data), "--null-values", "NA,N/A")
     assert proc.returncode == 3  # a null read by a predicate is still a bad row, but a true one
-    assert proc.stderr == "kleene: input error: bad input: null value (row 1, column 'dep_delay')\n"
+    assert proc.stderr == (
+        "kleene: input error: bad input: null value (the query reads this attribute and the row "
+        "has no value: --on-bad-row skip sets such rows aside and counts them, --on-bad-row "
+        "quarantine FILE also keeps them; on_bad_row= in Python) (row 1, column 'dep_delay')\n"
+    )
     proc = cli(QUERY, "--input", str(data), "--null-values", "NA, N/A", "--on-bad-row", "skip")
     assert proc.returncode == 0 and proc.stdout.count("\n") == 1
     assert proc.stderr == "kleene: 3 rows set aside: 3 null value in 'dep_delay'\n"

@@ -25,6 +25,17 @@ Mode = Literal["error", "skip", "quarantine"]
 MODES: tuple[Mode, ...] = ("error", "skip", "quarantine")
 
 
+SKIP_HINTS = {
+    reason: f" ({what}: --on-bad-row skip sets such rows aside and counts them, "
+    "--on-bad-row quarantine FILE also keeps them; on_bad_row= in Python)"
+    for reason, what in (
+        ("null value", "the query reads this attribute and the row has no value"),
+        ("NaN value", "the query reads this attribute and NaN compares with nothing"),
+    )
+}
+"""What the error for a missing value says besides the row: how to go on without such rows."""
+
+
 class BadRowPolicy:
     """Decides the fate of bad rows and keeps count of them.
 
@@ -98,7 +109,7 @@ class BadRowPolicy:
         self._rows.add(row)
         self.records += 1
         if self.mode == "error":
-            raise DataError(reason, row=row, column=column)
+            raise DataError(reason + SKIP_HINTS.get(reason, ""), row=row, column=column)
         if self._stream is not None:
             from kleene.io.writers import dumps_line
 

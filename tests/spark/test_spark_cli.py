@@ -176,3 +176,29 @@ def test_failed_run_leaves_no_output(spark: Any, tmp_path: Path) -> None:
     assert code == 3
     assert [p.name for p in out.iterdir()] == ["part-old.json"]  # the old output, untouched
     assert not [p for p in tmp_path.iterdir() if "kleene-" in p.name]  # no staging left
+
+
+def test_run_stderr_is_kleene_s_own_and_a_bad_row_says_what_works_on_spark(tmp_path: Path) -> None:
+    """In a process of its own, ``kleene run --engine spark`` names Spark's log file and writes
+    nothing else of Spark's on stderr; a null the filter reads stops it (exit 3) with the row,
+    the column and what to do on Spark (not ``--on-bad-row skip``, which Spark does not have)."""
+    import subprocess
+    import sys
+
+    data = tmp_path / "f.csv"
+    data.write_text("time,type,delay\n1,DEP,70\n2,DEP,\n3,DEP,80\n")
+    log = tmp_path / "spark.log"
+    done = subprocess.run(
+        [sys.executable, "-m", "kleene", "run", "SELECT * FROM S WHERE DEP as a FILTER a[delay > 60]",
+         "--input", str(data), "--time-column", "time", "--engine", "spark", "--master", "local[1]",
+         "--spark-log", str(log), "--output", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.splitlines() == [
+        f"kleene run: Spark's log: {log}",
+        "kleene: input error: bad input: null value (--engine spark stops at the first bad row: "
+        "filter such rows out of the input first, or run in process, where --on-bad-row skip sets "
+        "them aside and counts them) (row 1, column 'delay')",
+    ]
+    assert log.stat().st_size > 0 and not (tmp_path / "out").exists()

@@ -7,11 +7,14 @@ Nothing here imports Spark or pandas.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+import tempfile
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import IO
+from typing import IO, Any
 
 import pyarrow as pa
 
@@ -157,3 +160,20 @@ def skip_pandas_probe() -> None:
         pa.array([])
     finally:
         sys.meta_path.remove(finder)
+
+
+def new_spark_log(command: str) -> str:
+    """A new file for Spark's and its Python workers' log lines: stderr stays kleene's."""
+    fd, name = tempfile.mkstemp(prefix=f"kleene-{command}-", suffix=".log")
+    os.close(fd)
+    return name
+
+
+def warnings_to_log(path: str) -> Any:
+    """A ``warnings.showwarning`` that appends the warning to the log file."""
+
+    def show(message: Any, category: Any, filename: str, lineno: int, *_: Any) -> None:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(warnings.formatwarning(message, category, filename, lineno))
+
+    return show

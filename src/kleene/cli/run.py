@@ -157,6 +157,12 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
         "kleene[spark])",
     )
     run.add_argument("--master", default="local[*]", metavar="URL", help="Spark master for --engine spark (default: local[*])")
+    run.add_argument(
+        "--spark-log",
+        metavar="FILE",
+        help="with --engine spark: where Spark's and its Python workers' log lines go (default: a "
+        "new file in the temporary directory; its path is printed on stderr at start)",
+    )
     run.set_defaults(handler=run_command)
     return run
 

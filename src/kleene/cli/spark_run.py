@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa
 
 import kleene
-from kleene.cli.common import EXIT_OK, UsageError, load_query, parse_inputs
+from kleene.cli.common import (
+    EXIT_OK,
+    UsageError,
+    load_query,
+    new_spark_log,
+    parse_inputs,
+    warnings_to_log,
+)
+from kleene.io.badrows import SKIP_HINTS
 from kleene.io.peek import Peeked, peek_schema
 from kleene.io.readers import cheap_columns, detect_format, read_batches
 from kleene.io.writers import output_format
@@ -93,7 +102,14 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
     # Stop the session at the end only if this run started it (a caller's
     # session, e.g. in tests or a notebook, is left running).
     owned = active_session() is None
-    spark = local_session(args.master, app_name="kleene run")
+    if owned:  # Spark's log lines (and its Python workers') go to a file: stderr is kleene's
+        log_file = args.spark_log or new_spark_log("run")
+        print(f"kleene run: Spark's log: {log_file}", file=stderr)
+        with warnings.catch_warnings():
+            warnings.showwarning = warnings_to_log(log_file)
+            spark = local_session(args.master, app_name="kleene run", log_file=log_file)
+    else:
+        spark = local_session(args.master, app_name="kleene run")
     saved_nanos = str(spark.conf.get(NANOS_AS_LONG, "false"))
     if nanos:
         spark.conf.set(NANOS_AS_LONG, "true")
@@ -245,10 +261,20 @@ def precheck(query: kleene.Query, peeked: Peeked | None) -> None:
         check(query.ast, query.text, schema)
 
 
+SPARK_SKIP_HINT = (
+    " (--engine spark stops at the first bad row: filter such rows out of the input first, or "
+    "run in process, where --on-bad-row skip sets them aside and counts them)"
+)
+
+
 def _task_data_error(exc: BaseException) -> DataError | None:
-    """A DataError raised inside a Spark task reaches the driver as text: recover its message."""
+    """A DataError raised inside a Spark task reaches the driver as text: recover its message
+    (where it says how to go on with --on-bad-row, say what works on Spark instead)."""
     text = str(exc)
     marker = "DataError: "
     if marker not in text:
         return None
-    return DataError(text.split(marker, 1)[1].strip().splitlines()[0])
+    message = text.split(marker, 1)[1].strip().splitlines()[0]
+    for hint in SKIP_HINTS.values():
+        message = message.replace(hint, SPARK_SKIP_HINT)
+    return DataError(message)

@@ -18,15 +18,13 @@ command actually runs, so ``kleene run`` never pays for it; without the
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 from typing import IO, Any
 
 import kleene
-from kleene.cli.common import EXIT_OK, load_query
+from kleene.cli.common import EXIT_OK, load_query, new_spark_log, warnings_to_log
 
 
 def add_stream_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -157,13 +155,13 @@ def run_stream(args: argparse.Namespace, stderr: IO[str] | None = None) -> int:
         raise OSError(f"{args.input_dir!r} is empty: pass --schema, or add a file to infer it from")
 
     # Spark's log lines (and its Python workers') go to a file: stderr is kleene's.
-    log_file = args.spark_log or _new_log_file()
+    log_file = args.spark_log or new_spark_log("stream")
     print(f"kleene stream: Spark's log: {log_file}", file=err)
     # A caller's session (a notebook, the tests) is used as it is and left running.
     active = active_session()
     owned = active is None
     with warnings.catch_warnings():
-        warnings.showwarning = _to_log(log_file)  # PySpark's own warnings (pandas versions...)
+        warnings.showwarning = warnings_to_log(log_file)  # PySpark's own warnings (pandas versions...)
         spark = active if active is not None else local_session(
             args.master, app_name="kleene stream", log_file=log_file
         )
@@ -187,7 +185,7 @@ def run_stream(args: argparse.Namespace, stderr: IO[str] | None = None) -> int:
         )
         late_dir = args.late_dir or str(Path(args.output_dir) / "_late")
         with warnings.catch_warnings():
-            warnings.showwarning = _to_log(log_file)
+            warnings.showwarning = warnings_to_log(log_file)
             running = start_stream(
                 results,
                 args.output_dir,
@@ -210,22 +208,6 @@ def run_stream(args: argparse.Namespace, stderr: IO[str] | None = None) -> int:
         if owned:
             spark.stop()
     return EXIT_OK
-
-
-def _new_log_file() -> str:
-    fd, name = tempfile.mkstemp(prefix="kleene-stream-", suffix=".log")
-    os.close(fd)
-    return name
-
-
-def _to_log(path: str) -> Any:
-    """A ``warnings.showwarning`` that appends the warning to the log file."""
-
-    def show(message: Any, category: Any, filename: str, lineno: int, *_: Any) -> None:
-        with open(path, "a", encoding="utf-8") as log:
-            log.write(warnings.formatwarning(message, category, filename, lineno))
-
-    return show
 
 
 def _follow(running: Any, err: IO[str], poll: float = 0.5) -> None:

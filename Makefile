@@ -37,6 +37,10 @@ flights: $(STAMP)
 pictures: $(STAMP)
 	$(BIN)/kleene explain examples/stock.ceql --time-column time --output docs/images/automaton.svg
 	$(BIN)/kleene plot examples/stock.ceql --input examples/stock.csv --time-column time --output docs/images/timeline.png
+	test -f examples/flights/flights.csv || $(MAKE) flights
+	$(BIN)/kleene explain examples/flights/q1.ceql --output docs/images/flights_automaton.svg
+	$(BIN)/kleene plot examples/flights/q1.ceql --input examples/flights/flights.csv --time-column time \
+		--from 2013-03-08T14:00:00-05:00 --max-events 400 --max-matches 30 --output docs/images/flights_timeline.png
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

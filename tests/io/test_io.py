@@ -25,6 +25,7 @@ import pytest
 from kleene.io import readers
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.readers import count_rows, detect_format, read_batches, read_table
+from kleene.io.reorder import UNSORTED_HINT
 from kleene.io.timecol import bad_reason, to_nanos
 from kleene.io.writers import JsonlWriter, dumps, jsonable, write_jsonl
 from kleene.language.errors import DataError
@@ -339,7 +340,9 @@ class TestBadRows:
         policy.handle(4, "price", "null value")
         policy.handle(9, "time", "timestamp goes backwards")
         assert policy.count == 3
-        assert policy.summary() == "3 rows set aside: 2 null value in 'price', 1 timestamp goes backwards in 'time'"
+        assert policy.summary() == (
+            "3 rows set aside: 2 null value in 'price', 1 timestamp goes backwards in 'time'" + UNSORTED_HINT
+        )
 
     def test_same_row_twice_counts_once(self) -> None:
         policy = BadRowPolicy("skip")
@@ -441,3 +444,17 @@ class TestWriter:
         with JsonlWriter("-") as w:
             w.write({"a": 1})
         assert capsys.readouterr().out == '{"a": 1}\n'
+
+
+def test_skipped_rows_out_of_time_order_say_how_to_keep_them() -> None:
+    from kleene.io.reorder import BACKWARDS
+
+    policy = BadRowPolicy("skip")
+    policy.handle(3, "price", "null value")
+    assert "--sort" not in policy.summary()
+    policy.handle(4, "time", BACKWARDS)
+    assert policy.summary() == (
+        "2 rows set aside: 1 null value in 'price', 1 timestamp goes backwards in 'time'; the input "
+        "is not in time order: --sort sorts it by time first (sort=True in Python), --max-delay "
+        "DURATION accepts disorder up to DURATION (max_delay=)"
+    )

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal, cast
 
+from kleene.io.reorder import BACKWARDS, UNSORTED_HINT
 from kleene.language.errors import DataError
 
 Mode = Literal["error", "skip", "quarantine"]
@@ -136,6 +137,8 @@ class BadRowPolicy:
         text = f"{n} {noun} set aside: {parts}"
         if self.quarantine_path is not None:
             text += f" (written to {self.quarantine_path})"
+        if any(key.startswith(BACKWARDS) for key in self._reasons):
+            text += UNSORTED_HINT
         return text
 
     # ------------------------------------------------------------ lifecycle

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,17 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import kleene
+from kleene_process import kleene_run as cli
 
-ROOT = Path(__file__).resolve().parents[2]
 ROWS = [{"type": "DEP", "price": 120.0}, {"type": "ARR", "price": 3.0}, {"type": "DEP", "price": 1.0}]
 TYPO = "SELECT * FROM S WHERE DEP as a ; ARV as b"
 MESSAGE = "event type 'ARV' never occurs in the input (column 'type' holds: ARR, DEP); did you mean 'ARR'?"
 
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kleene", "run", *args], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
 
 
 def test_at_the_end_of_an_iterable_input_with_the_names_and_a_caret() -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,8 +12,8 @@ import kleene
 from kleene.io import readers
 from kleene.io.readers import read_table
 from kleene.io.utf8 import INVALID_UTF8
+from kleene_process import kleene_run as cli
 
-ROOT = Path(__file__).resolve().parents[2]
 CSV = b"type,name,price\nDEP,ok,1\nDEP,b\xe9d,2\nDEP,fine,3\n"
 JSONL = (
     b'{"type": "DEP", "name": "ok", "price": 1}\n'
@@ -23,11 +21,6 @@ JSONL = (
     b'{"type": "DEP", "name": "fine", "price": 3}\n'
 )
 
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kleene", "run", *args], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
 
 
 @pytest.fixture(params=["csv", "jsonl"])

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,16 +10,11 @@ import pytest
 import kleene
 from kleene.io.readers import read_table
 from kleene.predicates.conform import not_a_number
+from kleene_process import kleene_run as cli
 
-ROOT = Path(__file__).resolve().parents[2]
 FLIGHTS = "type,dep_delay,note\nDEP,10,a\nDEP,NA,null\nDEP,,NULL\nDEP,70,b\nDEP,N/A,c\n"
 QUERY = "SELECT * FROM S WHERE DEP as a FILTER a[dep_delay > 60]"
 
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kleene", "run", *args], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
 
 
 def test_read_as_null_and_the_defaults_kept(tmp_path: Path) -> None:

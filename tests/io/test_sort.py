@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,16 +10,11 @@ import pytest
 import kleene
 from kleene.io.reorder import SortMemoryError
 from kleene.options import parse_size
+from kleene_process import kleene_run as cli
 
-ROOT = Path(__file__).resolve().parents[2]
 UNSORTED = "type,time,n\nA,3,0\nB,1,1\nA,2,2\nB,2,3\nA,1,4\n"
 QUERY = "SELECT * FROM S WHERE A as a; B as b WITHIN 1 seconds"
 
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kleene", "run", *args], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
 
 
 def test_unsorted_file_error_points_to_sort_and_max_delay(tmp_path: Path) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,15 +10,10 @@ import pytest
 
 import kleene
 from kleene.predicates.conform import textual
+from kleene_process import kleene_run as cli
 
-ROOT = Path(__file__).resolve().parents[2]
 FLIGHTS = "type,carrier,dep_delay\nDEP,AA,10\nDEP,UA,NA\nARR,AA,70\n"
 
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kleene", "run", *args], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
 
 
 def test_cli_text_column_compared_with_a_number_is_a_query_error(tmp_path: Path) -> None:

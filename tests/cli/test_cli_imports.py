@@ -67,6 +67,7 @@ def test_run_and_explain_import_no_spark_nor_pandas(events: Path, tmp_path: Path
     assert [json.loads(line)["positions"] for line in run.stdout.splitlines()] == [[0, 1], [0, 3]]
     assert "kleene.cli.run" in modules and "pyarrow" in modules  # the list is sys.modules
     assert heavy_modules(modules) == []
+    assert not {"pyarrow.parquet", "pyarrow.json"} & set(modules)  # a CSV run reads neither format
     explain, modules = as_main(tmp_path / "explain.json", "explain", QUERY)
     assert explain.returncode == 0, explain.stderr
     assert "engine: tecs" in explain.stdout

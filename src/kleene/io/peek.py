@@ -24,10 +24,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
-import pyarrow.json as pajson
-import pyarrow.parquet as pq
 
-from kleene.io.readers import detect_format
+from kleene.io.readers import csv_delimiter, detect_format
 
 SAMPLE_BYTES = 1 << 20
 """How much of a CSV file the type inference reads (Arrow's block)."""
@@ -65,15 +63,16 @@ def peek_schema(path: str | Path, format: str | None = None) -> Peeked | None:
             return None
         p = parts[0]
     if fmt == "parquet":
+        import pyarrow.parquet as pq  # lazy, as in readers: every `kleene run` imports this module
+
         return Peeked(pq.read_schema(p), exact=True)
     if p.suffix.lower() in _COMPRESSED:
         return None
     if fmt == "csv":
-        delimiter = "\t" if ".tsv" in [s.lower() for s in p.suffixes] else ","
         reader = pacsv.open_csv(
             p,
             read_options=pacsv.ReadOptions(block_size=SAMPLE_BYTES),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            parse_options=pacsv.ParseOptions(delimiter=csv_delimiter(p)),
         )
         try:
             return Peeked(reader.schema, exact=False)
@@ -84,6 +83,8 @@ def peek_schema(path: str | Path, format: str | None = None) -> Peeked | None:
             if line.strip():
                 if not isinstance(json.loads(line), dict):
                     return None
+                import pyarrow.json as pajson  # lazy, as pyarrow.parquet above
+
                 # Arrow's JSON reader, as the in-process reader: ISO times become timestamps.
                 return Peeked(pajson.read_json(io.BytesIO(line)).schema, exact=False)
     return None

@@ -115,6 +115,11 @@ def detect_format(path: str | Path, format: str | None = None) -> str:
     )
 
 
+def csv_delimiter(path: Path) -> str:
+    """A tab for ``.tsv`` files (``x.tsv.gz`` too), else a comma."""
+    return "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
+
+
 def _open_text_source(path: Path) -> IO[bytes]:
     """The file's bytes, decompressed if its extension says so."""
     suffix = path.suffix.lower()
@@ -314,7 +319,7 @@ _CSV_CONVERSION = re.compile(r"In CSV column #(\d+): .*CSV conversion error to (
 def _csv_options(
     path: Path, column_types: dict[str, pa.DataType], include: list[str] | None, nulls: list[str]
 ) -> dict[str, Any]:
-    delimiter = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
+    delimiter = csv_delimiter(path)
     return {
         "parse_options": pcsv.ParseOptions(delimiter=delimiter),
         "convert_options": pcsv.ConvertOptions(
@@ -434,7 +439,7 @@ def _read_csv(
 def _csv_header(path: Path) -> list[str]:
     with _open_text_source(path) as raw:
         text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
-        delimiter = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
+        delimiter = csv_delimiter(path)
         return next(csv.reader(text, delimiter=delimiter), [])
 
 
@@ -450,7 +455,7 @@ def _csv_error(path: Path, exc: Exception) -> DataError:
         try:
             with _open_text_source(path) as raw:
                 text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
-                delimiter = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
+                delimiter = csv_delimiter(path)
                 reader = csv.reader(text, delimiter=delimiter)
                 header = next(reader, [])
                 row_index = 0

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.readers import detect_format
+from kleene.language.errors import UnseenNameWarning
 
 EXIT_OK, EXIT_OTHER, EXIT_QUERY, EXIT_DATA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -177,3 +178,15 @@ def warnings_to_log(path: str) -> Any:
             log.write(warnings.formatwarning(message, category, filename, lineno))
 
     return show
+
+
+def unseen_messages(caught: Sequence[warnings.WarningMessage]) -> list[str]:
+    """The messages of the :class:`UnseenNameWarning` among ``caught`` (said as ``kleene: ...``
+    by the command); any other warning is shown as Python would have shown it."""
+    unseen = []
+    for w in caught:
+        if issubclass(w.category, UnseenNameWarning):
+            unseen.append(str(w.message))
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return unseen

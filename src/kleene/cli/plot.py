@@ -12,7 +12,14 @@ import warnings
 from pathlib import Path
 from typing import IO, Any
 
-from kleene.cli.common import EXIT_OK, UsageError, load_query, skip_pandas_probe, spooled_stdin
+from kleene.cli.common import (
+    EXIT_OK,
+    UsageError,
+    load_query,
+    skip_pandas_probe,
+    spooled_stdin,
+    unseen_messages,
+)
 from kleene.io.readers import read_batches
 from kleene.language.errors import UnseenNameWarning
 from kleene.language.parser import parse
@@ -102,9 +109,6 @@ def plot_command(args: argparse.Namespace, stderr: IO[str]) -> int:
         )
     caption = figure.axes[0].get_title(loc="left").splitlines()[-1]
     print(f"kleene: timeline drawn to {args.output} ({caption})", file=stderr)
-    for w in caught:  # a misspelt event type: say so, as kleene run does
-        if issubclass(w.category, UnseenNameWarning):
-            print(f"kleene: {w.message}", file=stderr)
-        else:
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    for message in unseen_messages(caught):  # a misspelt event type: say so, as kleene run does
+        print(f"kleene: {message}", file=stderr)
     return EXIT_OK

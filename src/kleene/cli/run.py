@@ -27,6 +27,7 @@ from kleene.cli.common import (
     parse_inputs,
     skip_pandas_probe,
     spooled_stdin,
+    unseen_messages,
 )
 from kleene.cli.output import Output
 from kleene.cli.progress import Progress, is_tty
@@ -292,10 +293,7 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
             raise
         if progress is not None:
             progress.close()
-    unseen = [str(w.message) for w in caught if issubclass(w.category, UnseenNameWarning)]
-    for w in caught:  # anything else is shown as Python would have shown it
-        if not issubclass(w.category, UnseenNameWarning):
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    unseen = unseen_messages(caught)
     if unseen and not output.writer.count:
         print("kleene: no complex events", file=stderr)
     for message in unseen:

@@ -33,7 +33,7 @@ from kleene.cli.output import Output
 from kleene.cli.progress import Progress, is_tty
 from kleene.cli.spark_run import run_spark
 from kleene.io.badrows import BadRowPolicy
-from kleene.io.merge import merge_streams
+from kleene.io.merge import merge_streams, named_stream
 from kleene.io.readers import cheap_columns, count_rows, read_batches
 from kleene.io.writers import output_format
 from kleene.language.errors import DataError, KleeneError, UnseenNameWarning
@@ -315,18 +315,13 @@ def check_names_first(
     for name, path in inputs:
         try:
             read = cheap_columns(path, wanted, format=fmt)
+            if read is None:
+                return
+            if options.stream_column is not None:  # STREAM=FILE, as the run names it
+                read = list(named_stream(name, iter(read), options.stream_column))
         except DataError:
-            return  # a missing or unreadable file: the run says so
-        if read is None:
-            return
-        for batch in read:
-            if name is not None and options.stream_column is not None:
-                stream = pa.array([name] * batch.num_rows, pa.string())
-                names = batch.schema.names
-                if options.stream_column in names:
-                    batch = batch.drop_columns([options.stream_column])
-                batch = batch.append_column(options.stream_column, stream)
-            batches.append(batch)
+            return  # a missing or unreadable file, a clash of stream columns: the run says so
+        batches.extend(read)
     query.check_names(batches)
 
 

@@ -80,7 +80,7 @@ def merge_streams(
     if len(pairs) > 1 and time_column is None:
         raise KleeneError("several inputs are merged by time: give the time column")
     streams = [
-        _Input(name, _named(name, to_batches(source), stream_column)) for name, source in pairs
+        _Input(name, named_stream(name, to_batches(source), stream_column)) for name, source in pairs
     ]
     if len(streams) == 1:
         yield from streams[0].batches
@@ -114,7 +114,7 @@ def merge_streams(
             yield from _ordered(ready, [s.name for s in streams])
 
 
-def _named(
+def named_stream(
     name: str | None, batches: Iterator[pa.RecordBatch], column: str
 ) -> Iterator[pa.RecordBatch]:
     """Add the stream column with ``name`` to every batch of a named input."""

@@ -314,12 +314,12 @@ def test_helpers_agree_on_generated_queries() -> None:
     each helper meets both answers (counted, printed, asserted)."""
     seen.clear()
 
-    @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(queries(max_depth=5, full_cel=True))
     def whole_language(query: ast.Query) -> None:
         _compare_helpers(query.where)
 
-    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(st.one_of(condition_patterns(4, conjunctions=True), patterns(5, full_cel=True)))
     def with_conditions(where_: ast.Pattern) -> None:
         _compare_helpers(where_)

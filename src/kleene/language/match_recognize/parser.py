@@ -7,6 +7,9 @@ is imported only when a MATCH_RECOGNIZE text is parsed: ``import kleene`` and
 ``kleene run`` never load it.  Syntax errors go through CEQL's
 :func:`~kleene.language.syntax_errors.syntax_error`; the standard's static rules
 are in :mod:`kleene.language.match_recognize.checks`, run by :func:`parse`.
+
+Size: just over 500 lines because the transformer has one short method per
+grammar rule; split, the mirror of the grammar would be in pieces.
 """
 
 from __future__ import annotations

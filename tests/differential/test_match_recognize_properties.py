@@ -1,0 +1,142 @@
+"""Internal consistency of the MATCH_RECOGNIZE reference evaluator on random cases (hypothesis).
+
+The engine to compare with comes later (issue 17, item 3); until then these
+properties tie the output modes and skip modes together, and measure how often
+the features under test change the result (printed, and asserted above a floor
+so that the generators keep exercising them).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kleene.language.errors import DataError
+from kleene.reference.match_recognize import SearchBudgetError, match_recognize
+from match_recognize_generators import Case, cases, flip_greediness, has_quantifier
+
+BUDGET = 20_000
+SETTINGS = settings(max_examples=150, deadline=None, database=None,
+                    suppress_health_check=list(HealthCheck))
+
+
+def run(case: Case, query: str) -> list[dict[str, Any]] | None:
+    """The output rows, or None when the search exceeded its budget or a SKIP TO failed."""
+    try:
+        return match_recognize(case.records(), query, max_steps=BUDGET).to_pylist()  # type: ignore[no-any-return]
+    except SearchBudgetError:
+        return None
+    except DataError as err:
+        assert "AFTER MATCH SKIP" in str(err)
+        return None
+
+
+SKIPS = st.sampled_from(["PAST LAST ROW", "TO NEXT ROW", "TO FIRST {v}", "TO LAST {v}"])
+
+
+def test_one_row_and_all_rows_describe_the_same_matches() -> None:
+    """ONE ROW's matches are ALL ROWS' distinct MATCH_NUMBERs, with as many rows as COUNT(*)
+    (one row for an empty match), starting at FIRST(t), numbered 1, 2, ... per partition;
+    the rows of a non-empty match are consecutive in the partition."""
+    stats: Counter[str] = Counter()
+
+    @SETTINGS
+    @given(cases(), SKIPS, st.data())
+    def check(case: Case, skip: str, data: st.DataObject) -> None:
+        skip = skip.format(v=data.draw(st.sampled_from(case.variables)))
+        one = run(case, case.query("MATCH_NUMBER() AS m, COUNT(*) AS n, FIRST(t) AS f", skip=skip))
+        every = run(case, case.query("MATCH_NUMBER() AS m, CLASSIFIER() AS c", "ALL ROWS PER MATCH",
+                                     skip=skip))
+        if one is None or every is None:
+            assert one is None and every is None
+            stats["skipped"] += 1
+            return
+        stats["cases"] += 1
+        groups: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+        for r in every:
+            groups[(r["k"], r["m"])].append(r)
+        assert [(r["k"], r["m"]) for r in one] == list(groups)
+        order = {r: i for i, r in enumerate(sorted(range(len(case.rows)), key=lambda i: (
+            case.rows[i][0], case.rows[i][1])))}
+        for r in one:
+            rows = groups[(r["k"], r["m"])]
+            assert len(rows) == max(r["n"], 1)
+            if r["n"] == 0:
+                stats["empty"] += 1
+                assert rows[0]["c"] is None and r["f"] is None
+            else:
+                assert rows[0]["t"] == r["f"]
+                positions = [order[x["id"]] for x in rows]
+                assert positions == list(range(positions[0], positions[0] + len(positions)))
+        for k in {r["k"] for r in one}:
+            assert [r["m"] for r in one if r["k"] == k] == list(range(1, 1 + sum(
+                1 for r in one if r["k"] == k)))
+        stats["with matches"] += bool(one)
+
+    check()
+    print(dict(stats))
+    assert stats["cases"] >= 110
+    assert stats["with matches"] >= 0.35 * stats["cases"]
+    assert stats["empty"] >= 10
+
+
+def test_unmatched_rows_past_last_row_give_each_input_row_once() -> None:
+    """T-DOC: WITH UNMATCHED ROWS and SKIP PAST LAST ROW output every input row exactly once
+    (so PAST LAST ROW matches never overlap); OMIT EMPTY MATCHES is SHOW EMPTY MATCHES
+    without the rows of empty matches."""
+    stats: Counter[str] = Counter()
+
+    @SETTINGS
+    @given(cases())
+    def check(case: Case) -> None:
+        unmatched = run(case, case.query("MATCH_NUMBER() AS m, CLASSIFIER() AS c",
+                                         "ALL ROWS PER MATCH WITH UNMATCHED ROWS"))
+        show = run(case, case.query("MATCH_NUMBER() AS m, CLASSIFIER() AS c", "ALL ROWS PER MATCH"))
+        omit = run(case, case.query("MATCH_NUMBER() AS m, CLASSIFIER() AS c",
+                                    "ALL ROWS PER MATCH OMIT EMPTY MATCHES"))
+        if unmatched is None or show is None or omit is None:
+            stats["skipped"] += 1
+            return
+        stats["cases"] += 1
+        assert sorted(r["id"] for r in unmatched) == list(range(len(case.rows)))
+        assert omit == [r for r in show if r["c"] is not None]
+        assert [r for r in unmatched if r["m"] is not None] == show
+        stats["unmatched rows"] += sum(r["m"] is None for r in unmatched) > 0
+        stats["empty matches"] += len(show) > len(omit)
+
+    check()
+    print(dict(stats))
+    assert stats["cases"] >= 110
+    assert stats["unmatched rows"] >= 0.2 * stats["cases"]
+    assert stats["empty matches"] >= 0.1 * stats["cases"]
+
+
+def test_reluctance_and_skip_modes_change_results_in_a_measured_share() -> None:
+    """Greedy vs reluctant quantifiers, and PAST LAST ROW vs TO NEXT ROW: how often the
+    answer differs (printed).  The first match of a partition never depends on the skip mode."""
+    stats: Counter[str] = Counter()
+
+    @SETTINGS
+    @given(cases(undefined=0.5).filter(lambda c: has_quantifier(c.pattern)))
+    def check(case: Case) -> None:
+        measures = "MATCH_NUMBER() AS m, FIRST(t) AS f, COUNT(*) AS n, ARRAY_AGG(CLASSIFIER()) AS l"
+        greedy = run(case, case.query(measures))
+        reluctant = run(case, case.query(measures, pattern=flip_greediness(case.pattern)))
+        overlapping = run(case, case.query(measures, skip="TO NEXT ROW"))
+        if greedy is None or reluctant is None or overlapping is None:
+            stats["skipped"] += 1
+            return
+        stats["cases"] += 1
+        stats["reluctance changed the result"] += greedy != reluctant
+        stats["skip mode changed the result"] += greedy != overlapping
+        first = {r["k"]: r for r in reversed(greedy)}
+        assert first == {r["k"]: r for r in reversed(overlapping)}
+
+    check()
+    print(dict(stats))
+    assert stats["cases"] >= 110
+    assert stats["reluctance changed the result"] >= 0.2 * stats["cases"]
+    assert stats["skip mode changed the result"] >= 0.06 * stats["cases"]

@@ -553,7 +553,8 @@ def test_aggregates_over_empty_and_null_values() -> None:
 
 
 def test_within_drops_candidates_spanning_too_long() -> None:
-    """Flink's WITHIN: a candidate whose first and last rows are further apart is dropped."""
+    """Flink's WITHIN: a candidate whose last row is the bound or more after its first is
+    dropped (Flink's NFA prunes at ``timestamp - start >= window``)."""
     base = dt.datetime(2026, 1, 1, 10, 0, 0)
     rows = [{"ts": base + dt.timedelta(seconds=s), "v": v}
             for s, v in [(0, 1), (5, 2), (20, 3), (22, 4), (23, 5)]]
@@ -566,6 +567,18 @@ def test_within_drops_candidates_spanning_too_long() -> None:
     numeric = [{"t": t, "v": t} for t in (0, 5, 20, 22, 23)]
     assert [r["vs"] for r in run(numeric, "ORDER BY t MEASURES ARRAY_AGG(v) AS vs "
                                           "PATTERN (A B+) WITHIN 10")] == [[0, 5], [20, 22, 23]]
+
+
+def test_within_excludes_a_span_equal_to_the_bound() -> None:
+    """docs/semantics.md, MATCH_RECOGNIZE: the span must be shorter than WITHIN's bound, as in
+    Flink (CEQL's WITHIN is inclusive; this clause follows the engine it comes from)."""
+    rows = [{"t": t} for t in (0, 5, 10, 11)]
+    query = "ORDER BY t MEASURES ARRAY_AGG(t) AS ts PATTERN (A B+) WITHIN {n}"
+    assert [r["ts"] for r in run(rows, query.format(n=10))] == [[0, 5], [10, 11]]
+    assert [r["ts"] for r in run(rows, query.format(n=11))] == [[0, 5, 10], ]
+    base = dt.datetime(2026, 1, 1)
+    timed = [{"t": base + dt.timedelta(seconds=s)} for s in (0, 5, 10, 11)]
+    assert [len(r["ts"]) for r in run(timed, query.format(n="INTERVAL '10' SECOND"))] == [2, 2]
 
 
 def test_within_checks_the_key_type() -> None:
@@ -633,3 +646,22 @@ def test_case_between_in_and_scalar_functions() -> None:
         ALL ROWS PER MATCH PATTERN (A)""")
     assert cols(out, "k", "m", "a", "half", "c") == [
         ("neg", -1, 7, -3, -7), ("low", 2, 2, 1, 2), ("five", 2, 5, 2, 5)]
+
+
+def test_the_readme_and_docs_examples_run() -> None:
+    """The Python snippets of README.md's MATCH_RECOGNIZE section and docs/match_recognize.md."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    section = readme.split("## MATCH_RECOGNIZE (in progress)", 1)[1]
+    snippet = section.split("```python", 1)[1].split("```", 1)[0]
+    scope: dict[str, Any] = {"table": pa.Table.from_pylist(TICKER)}
+    exec(snippet.replace("match_recognize(table", "result = match_recognize(table"), scope)
+    # SKIP PAST LAST ROW (the default): the second V starts the day after the first ends
+    assert [r["start"] for r in scope["result"].to_pylist()] == [apr(5), apr(11), apr(14)]
+    page = (root / "docs" / "match_recognize.md").read_text()
+    snippet = page.split("```python", 1)[1].split("```", 1)[0]
+    scope = {"rows_or_arrow_table": TICKER}
+    exec(snippet, scope)
+    assert [r["start_tstamp"] for r in scope["table"].to_pylist()] == [apr(5), apr(10), apr(14)]

@@ -11,8 +11,9 @@ RUNNING semantics over the candidate so far (spec note §2.1-§2.3).  Then
 AFTER MATCH SKIP picks the next start; ONE ROW PER MATCH evaluates the
 measures at the last row, ALL ROWS PER MATCH at each row (RUNNING by
 default), with SHOW/OMIT EMPTY MATCHES and WITH UNMATCHED ROWS; ``{- -}``
-rows are left out of ALL ROWS output; WITHIN drops candidates whose first and
-last rows' first ORDER BY key are further apart than the bound.
+rows are left out of ALL ROWS output; WITHIN drops candidates whose last and
+first rows' first ORDER BY keys differ by the bound or more (Flink's rule:
+the span must be shorter than the bound).
 
 A step budget (DEFINE evaluations per start row) stops runaway backtracking
 with :class:`SearchBudgetError`.
@@ -310,8 +311,8 @@ class _Search:
                                 row=self.ids[pos], column=self.run.order_cols[0])
             assert self.run.mr.within is not None
             bound = self.run.mr.within.nanos
-            if here - first > (self.run.mr.within.amount if bound is None else bound):
-                return False
+            if here - first >= (self.run.mr.within.amount if bound is None else bound):
+                return False  # Flink's rule: a span equal to the bound is too long
         condition = self.run.defines.get(var)
         if condition is None:
             return True

@@ -8,6 +8,7 @@ so): the rows in, the rows out.  Section numbers (E1 ... E17) are those of
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from typing import Any
 
 import pyarrow as pa
@@ -665,3 +666,20 @@ def test_the_readme_and_docs_examples_run() -> None:
     scope = {"rows_or_arrow_table": TICKER}
     exec(snippet, scope)
     assert [r["start_tstamp"] for r in scope["table"].to_pylist()] == [apr(5), apr(10), apr(14)]
+
+
+def test_long_matches_run_on_a_deep_stack_and_too_long_ones_are_an_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search nests frames per matched row: it runs in a thread with a large stack, and
+    past MAX_DEPTH it stops with SearchBudgetError instead of overflowing the C stack.
+    (70,000 rows with the default depth give the same error in ~5 s, measured by hand.)"""
+    import kleene.reference.match_recognize as reference
+
+    limit = sys.getrecursionlimit()
+    rows = [{"t": i} for i in range(3000)]
+    query = "ORDER BY t MEASURES COUNT(*) AS n PATTERN (A+ B) DEFINE B AS t = 2999"
+    assert run(rows, query) == [{"n": 3000}]
+    monkeypatch.setattr(reference, "MAX_DEPTH", 2000)
+    with pytest.raises(SearchBudgetError, match="nests too deep"):
+        run(rows, query)
+    assert sys.getrecursionlimit() == limit  # restored

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -35,13 +36,13 @@ from kleene.language.match_recognize.checks import pattern_variables, sub_expres
 from kleene.language.match_recognize.parser import parse
 from kleene.reference.mr_expressions import Frame, evaluate
 
-__all__ = ["DEFAULT_MAX_STEPS", "SearchBudgetError", "match_recognize"]
+__all__ = ["DEFAULT_MAX_STEPS", "MAX_DEPTH", "STACK_BYTES", "SearchBudgetError", "match_recognize"]
 
 DEFAULT_MAX_STEPS = 1_000_000
 """DEFINE evaluations allowed per start row before the search gives up."""
 
-_STACK_FOR_ROWS = 20
-"""Python frames the backtracking search uses per matched row, roughly."""
+_FRAMES_PER_ROW = 2
+"""Python frames the backtracking search nests per matched row, roughly."""
 
 Path = list[tuple[int, str, bool]]
 """A candidate match: (partition row, variable, excluded) per mapped row."""
@@ -67,7 +68,42 @@ def match_recognize(
     """
     mr = parse(query) if isinstance(query, str) else query
     table = source if isinstance(source, pa.Table) else pa.Table.from_pylist(list(source))
-    return _Run(mr, table, max_steps).result()
+    return _with_deep_stack(lambda: _Run(mr, table, max_steps).result())
+
+
+STACK_BYTES = 256 * 2**20
+"""The stack of the thread the search runs in: the backtracking search nests a few
+generator frames per matched row, each resumed through C recursion, so a long match needs
+far more than a main thread's usual 8 MiB."""
+
+MAX_DEPTH = 120_000
+"""Python's recursion limit during the search: low enough that :data:`STACK_BYTES` never
+overflows (a segmentation fault), so a longer match is a :class:`SearchBudgetError`."""
+
+
+def _with_deep_stack(work: Callable[[], pa.Table]) -> pa.Table:
+    """Run ``work`` in a thread with a :data:`STACK_BYTES` stack and :data:`MAX_DEPTH`."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["table"] = work()
+        except BaseException as err:  # noqa: BLE001 - handed to the caller below
+            outcome["error"] = err
+
+    limit = sys.getrecursionlimit()
+    previous = threading.stack_size(STACK_BYTES)
+    try:
+        sys.setrecursionlimit(MAX_DEPTH)
+        thread = threading.Thread(target=target, name="kleene-match-recognize-reference")
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(previous)
+        sys.setrecursionlimit(limit)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["table"]
 
 
 class _Run:
@@ -187,14 +223,9 @@ class _Run:
         return ordered
 
     def result(self) -> pa.Table:
-        rows = self.table_rows = self.table.to_pylist()
-        limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, 30_000))
-        try:
-            for members in self.partitions(rows):
-                self._partition([rows[i] for i in members], members)
-        finally:
-            sys.setrecursionlimit(limit)
+        rows = self.table.to_pylist()
+        for members in self.partitions(rows):
+            self._partition([rows[i] for i in members], members)
         arrays = []
         for name, kind in self.out_columns:
             values = self.out[name]
@@ -292,8 +323,9 @@ class _Search:
             found = next(gen, None)
         except RecursionError:
             raise SearchBudgetError(
-                f"the reference search from row {self.ids[start]} nests too deep (a match "
-                f"of more than about {30_000 // _STACK_FOR_ROWS} rows)") from None
+                f"the reference search from input row {self.ids[start]} nests too deep: a "
+                f"match of more than about {sys.getrecursionlimit() // _FRAMES_PER_ROW} rows"
+            ) from None
         result = list(self.path) if found is not None else None
         gen.close()
         return result

@@ -99,7 +99,7 @@ def parse_unchecked(text: str) -> ast.MatchRecognize:
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as exc:
-        raise syntax_error(exc, text, _literals()) from None
+        raise _syntax_error(exc, text) from None
     try:
         result = _Builder(text).transform(tree)
     except VisitError as exc:
@@ -108,6 +108,26 @@ def parse_unchecked(text: str) -> ast.MatchRecognize:
         raise
     assert isinstance(result, ast.MatchRecognize)
     return result
+
+
+_WORDING = (
+    # CEQL's phrases for what may come next, as this language names them
+    ("a filter such as var[predicate] or '('", "a pattern variable, '('"),
+    ("a value or an attribute", "an expression"),
+    ("a predicate", "an expression"),
+    ("COMP_OP", "a comparison"),
+    ("STRING", "a string"),
+    ("RELUCTANT", "'?'"),
+)
+
+
+def _syntax_error(exc: UnexpectedInput, text: str) -> QueryError:
+    """CEQL's syntax error (position, offending token, what was expected), reworded."""
+    err = syntax_error(exc, text, _literals())
+    message = err.message
+    for ceql, here in _WORDING:
+        message = message.replace(ceql, here)
+    return QueryError(message, err.line, err.column, text)
 
 
 def parse(text: str) -> ast.MatchRecognize:

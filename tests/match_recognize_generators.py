@@ -122,3 +122,18 @@ def flip_greediness(p: ast.Pattern) -> ast.Pattern:
 
 def has_quantifier(p: ast.Pattern) -> bool:
     return flip_greediness(p) != p
+
+
+def strip_exclusions(p: ast.Pattern) -> ast.Pattern:
+    """The same pattern with every ``{- p -}`` replaced by ``(p)``."""
+    if isinstance(p, ast.Exclude):
+        return strip_exclusions(p.body)
+    if isinstance(p, ast.Quantified):
+        return ast.Quantified(strip_exclusions(p.body), p.low, p.high, p.greedy)
+    if isinstance(p, ast.Concat):
+        return ast.Concat(tuple(strip_exclusions(i) for i in p.items))
+    if isinstance(p, ast.Alternation):
+        return ast.Alternation(tuple(strip_exclusions(i) for i in p.items))
+    if isinstance(p, ast.Permute):
+        return ast.Permute(tuple(strip_exclusions(i) for i in p.items))
+    return p

@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 
 from kleene.language.errors import DataError
 from kleene.reference.match_recognize import SearchBudgetError, match_recognize
-from match_recognize_generators import Case, cases, flip_greediness, has_quantifier
+from match_recognize_generators import (
+    Case,
+    cases,
+    flip_greediness,
+    has_quantifier,
+    strip_exclusions,
+)
 
 BUDGET = 20_000
 SETTINGS = settings(max_examples=150, deadline=None, database=None,
@@ -140,3 +146,36 @@ def test_reluctance_and_skip_modes_change_results_in_a_measured_share() -> None:
     assert stats["cases"] >= 110
     assert stats["reluctance changed the result"] >= 0.2 * stats["cases"]
     assert stats["skip mode changed the result"] >= 0.06 * stats["cases"]
+
+
+def test_exclusion_changes_only_which_rows_all_rows_outputs() -> None:
+    """T-DOC: {- -} matches like a group; ONE ROW PER MATCH is unchanged (measures see the
+    excluded rows too), and ALL ROWS PER MATCH outputs a subsequence of the rows it gives
+    without the exclusion, with the same measures on each."""
+    stats: Counter[str] = Counter()
+
+    @settings(max_examples=60, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(cases(exclusion=True, undefined=0.4).filter(
+        lambda c: strip_exclusions(c.pattern) != c.pattern))
+    def check(case: Case) -> None:
+        plain = strip_exclusions(case.pattern)
+        measures = "MATCH_NUMBER() AS m, COUNT(*) AS n, RUNNING SUM(v) AS s, CLASSIFIER() AS c"
+        one = [run(case, case.query(measures, pattern=p)) for p in (case.pattern, plain)]
+        every = [run(case, case.query(measures, "ALL ROWS PER MATCH", pattern=p))
+                 for p in (case.pattern, plain)]
+        if None in one or None in every:
+            stats["skipped"] += 1
+            return
+        stats["cases"] += 1
+        assert one[0] == one[1]
+        excluded, full = every
+        assert excluded is not None and full is not None
+        rest = iter(full)
+        assert all(any(r == f for f in rest) for r in excluded)  # a subsequence
+        stats["rows left out"] += len(excluded) < len(full)
+
+    check()
+    print(dict(stats))
+    assert stats["cases"] >= 40
+    assert stats["rows left out"] >= 0.1 * stats["cases"]

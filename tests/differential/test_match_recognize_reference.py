@@ -683,3 +683,16 @@ def test_long_matches_run_on_a_deep_stack_and_too_long_ones_are_an_error(
     with pytest.raises(SearchBudgetError, match="nests too deep"):
         run(rows, query)
     assert sys.getrecursionlimit() == limit  # restored
+
+
+def test_small_inputs_fall_back_to_the_deep_stack_when_the_search_nests_deeply(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import kleene.reference.match_recognize as reference
+
+    rows = [{"t": i} for i in range(300)]
+    query = "ORDER BY t MEASURES COUNT(*) AS n PATTERN (((A+)+)+ B) DEFINE B AS t = 299"
+    monkeypatch.setattr(reference, "SHALLOW_DEPTH", 400)
+    assert run(rows, query) == [{"n": 300}]
+    monkeypatch.setattr(reference, "MAX_DEPTH", 400)
+    with pytest.raises(reference.SearchDepthError):
+        run(rows, query)

@@ -36,7 +36,8 @@ from kleene.language.match_recognize.checks import pattern_variables, sub_expres
 from kleene.language.match_recognize.parser import parse
 from kleene.reference.mr_expressions import Frame, evaluate
 
-__all__ = ["DEFAULT_MAX_STEPS", "MAX_DEPTH", "STACK_BYTES", "SearchBudgetError", "match_recognize"]
+__all__ = ["DEFAULT_MAX_STEPS", "MAX_DEPTH", "STACK_BYTES", "SearchBudgetError",
+           "SearchDepthError", "match_recognize"]
 
 DEFAULT_MAX_STEPS = 1_000_000
 """DEFINE evaluations allowed per start row before the search gives up."""
@@ -50,6 +51,11 @@ Path = list[tuple[int, str, bool]]
 
 class SearchBudgetError(KleeneError):
     """The backtracking search from one start row exceeded its step budget."""
+
+
+class SearchDepthError(SearchBudgetError):
+    """The backtracking search nested deeper than the recursion limit allows (a very long
+    match, or a deeply nested pattern)."""
 
 
 def match_recognize(
@@ -68,7 +74,31 @@ def match_recognize(
     """
     mr = parse(query) if isinstance(query, str) else query
     table = source if isinstance(source, pa.Table) else pa.Table.from_pylist(list(source))
-    return _with_deep_stack(lambda: _Run(mr, table, max_steps).result())
+    work = lambda: _Run(mr, table, max_steps).result()  # noqa: E731
+    if table.num_rows <= SHALLOW_ROWS:
+        try:
+            return _with_recursion_limit(work, SHALLOW_DEPTH)
+        except SearchDepthError:
+            pass  # a deeply nested pattern: run again on the deep stack
+    return _with_deep_stack(work)
+
+
+SHALLOW_ROWS = 1_000
+"""Inputs up to this many rows run in the calling thread (starting a thread with a large
+stack costs ~2 ms, as much as evaluating a small case)."""
+
+SHALLOW_DEPTH = 10_000
+"""The recursion limit in the calling thread: measured safe on an 8 MiB stack (a search
+nesting ~16,000 frames ran, ~24,000 overflowed)."""
+
+
+def _with_recursion_limit(work: Callable[[], pa.Table], depth: int) -> pa.Table:
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(depth)
+    try:
+        return work()
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 STACK_BYTES = 256 * 2**20
@@ -87,20 +117,17 @@ def _with_deep_stack(work: Callable[[], pa.Table]) -> pa.Table:
 
     def target() -> None:
         try:
-            outcome["table"] = work()
+            outcome["table"] = _with_recursion_limit(work, MAX_DEPTH)
         except BaseException as err:  # noqa: BLE001 - handed to the caller below
             outcome["error"] = err
 
-    limit = sys.getrecursionlimit()
     previous = threading.stack_size(STACK_BYTES)
     try:
-        sys.setrecursionlimit(MAX_DEPTH)
         thread = threading.Thread(target=target, name="kleene-match-recognize-reference")
         thread.start()
-        thread.join()
     finally:
         threading.stack_size(previous)
-        sys.setrecursionlimit(limit)
+    thread.join()
     if "error" in outcome:
         raise outcome["error"]
     return outcome["table"]
@@ -322,7 +349,7 @@ class _Search:
         try:
             found = next(gen, None)
         except RecursionError:
-            raise SearchBudgetError(
+            raise SearchDepthError(
                 f"the reference search from input row {self.ids[start]} nests too deep: a "
                 f"match of more than about {sys.getrecursionlimit() // _FRAMES_PER_ROW} rows"
             ) from None

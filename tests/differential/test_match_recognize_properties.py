@@ -137,15 +137,18 @@ def test_reluctance_and_skip_modes_change_results_in_a_measured_share() -> None:
             return
         stats["cases"] += 1
         stats["reluctance changed the result"] += greedy != reluctant
-        stats["skip mode changed the result"] += greedy != overlapping
+        if any(r["n"] >= 2 for r in greedy):  # a match that a later start could overlap
+            stats["with a match of 2+ rows"] += 1
+            stats["skip mode changed the result"] += greedy != overlapping
         first = {r["k"]: r for r in reversed(greedy)}
         assert first == {r["k"]: r for r in reversed(overlapping)}
 
     check()
     print(dict(stats))
     assert stats["cases"] >= 110
-    assert stats["reluctance changed the result"] >= 0.2 * stats["cases"]
-    assert stats["skip mode changed the result"] >= 0.06 * stats["cases"]
+    assert stats["reluctance changed the result"] >= 0.08 * stats["cases"]  # measured 17-44%
+    assert stats["with a match of 2+ rows"] >= 8  # measured 20-28 of 150
+    assert stats["skip mode changed the result"] >= 0.4 * stats["with a match of 2+ rows"]
 
 
 def test_exclusion_changes_only_which_rows_all_rows_outputs() -> None:

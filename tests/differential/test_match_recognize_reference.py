@@ -200,8 +200,22 @@ def test_e5_every_skip_mode(skip: str, expected: list[tuple[Any, ...]]) -> None:
 
 
 def test_e5_skip_to_the_first_row_is_an_error() -> None:
-    with pytest.raises(DataError, match="cannot skip to the first row of match 1") as err:
+    """Here A is every match's first and only A row: a static error, with a caret."""
+    with pytest.raises(QueryError, match="every match starts with A, its only row") as err:
         run(E5_ROWS, E5.format(skip="TO A"))
+    assert (err.value.line, err.value.column) == (2, 48)  # at "A" in "SKIP TO A"
+
+
+def test_skip_to_the_first_row_is_a_runtime_error_when_the_data_decides() -> None:
+    """T-TEST: "cannot skip to first row of match"; here only the second match starts with A."""
+    rows = letters("bcac")
+    query = """ORDER BY id MEASURES MATCH_NUMBER() AS m AFTER MATCH SKIP TO FIRST A
+               PATTERN ((A | B) C) DEFINE A AS c = 'a', B AS c = 'b', C AS c = 'c'"""
+    with pytest.raises(DataError, match="cannot skip to the first row of match 1") as err:
+        run(rows[2:], query)
+    assert err.value.row == 0
+    with pytest.raises(DataError, match="pattern variable A is not present in match 1") as err:
+        run(rows, query)
     assert err.value.row == 0
 
 
@@ -237,8 +251,8 @@ def test_e7_skip_to_last_a_fails_at_the_end_of_the_data_in_batch() -> None:
     stops at three rows."""
     with pytest.raises(DataError, match="cannot skip to the first row of match 4"):
         run(E6_ROWS, E6.format(skip="TO LAST A"))
-    with pytest.raises(DataError, match="cannot skip to the first row of match 1"):
-        run(E6_ROWS, E6.format(skip="TO FIRST A"))
+    with pytest.raises(QueryError, match="every match starts with A"):
+        run(E6_ROWS, E6.format(skip="TO FIRST A"))  # Flink: a runtime error; here static
 
 
 # ---------------------------------------------------------------- E8

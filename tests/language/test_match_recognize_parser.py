@@ -30,11 +30,11 @@ ROUND_TRIPS = [
     "CLASSIFIER() AS g, CLASSIFIER(A) AS h, MATCH_NUMBER() AS i, COUNT(*) AS j, COUNT(A.*) AS k, "
     "COUNT() AS k2, FINAL SUM(A.x * 2) AS l, AVG(x) AS m, MIN(A.x) AS n, MAX(x) AS o, "
     "ARRAY_AGG(CLASSIFIER()) AS p, RUNNING COUNT(A.x) + FINAL COUNT(A.x) AS q "
-    "ALL ROWS PER MATCH WITH UNMATCHED ROWS AFTER MATCH SKIP TO FIRST U "
+    "ALL ROWS PER MATCH WITH UNMATCHED ROWS AFTER MATCH SKIP TO FIRST W "
     "PATTERN (A B) SUBSET U = (A, B), W = (B)",
     "MEASURES 1 AS a ALL ROWS PER MATCH OMIT EMPTY MATCHES AFTER MATCH SKIP TO NEXT ROW PATTERN (A)",
-    "MEASURES 1 AS a ALL ROWS PER MATCH SHOW EMPTY MATCHES AFTER MATCH SKIP TO LAST A PATTERN (A)",
-    "MEASURES 1 AS a AFTER MATCH SKIP TO A PATTERN (A)",
+    "MEASURES 1 AS a ALL ROWS PER MATCH SHOW EMPTY MATCHES AFTER MATCH SKIP TO LAST A PATTERN (A+)",
+    "MEASURES 1 AS a AFTER MATCH SKIP TO A PATTERN (B A)",
     "ORDER BY t MEASURES 1 AS a PATTERN (A) WITHIN INTERVAL '1' HOUR",
     "ORDER BY t MEASURES 1 AS a PATTERN (A) WITHIN 2.5 seconds",
     "ORDER BY t MEASURES 1 AS a PATTERN (A) WITHIN 10",
@@ -64,7 +64,7 @@ def test_defaults_and_shorthands() -> None:
     tree = parse("MEASURES 1 AS a PATTERN (A)")
     assert tree.rows_per_match is ast.RowsPerMatch.ONE
     assert tree.skip == ast.Skip(ast.SkipKind.PAST_LAST_ROW)
-    assert parse("MEASURES 1 AS a AFTER MATCH SKIP TO A PATTERN (A)").skip == ast.Skip(
+    assert parse("MEASURES 1 AS a AFTER MATCH SKIP TO A PATTERN (B A)").skip == ast.Skip(
         ast.SkipKind.TO_LAST, "A")
     assert parse("MEASURES 1 AS a ALL ROWS PER MATCH PATTERN (A)").rows_per_match is \
         ast.RowsPerMatch.ALL_SHOW_EMPTY
@@ -146,6 +146,10 @@ ERRORS = [
      "a SUBSET name, which cannot be defined", 1, 53),
     ("MEASURES 1 AS a AFTER MATCH SKIP TO FIRST C PATTERN (A B)", "C is not a variable", 1, 43),
     ("MEASURES 1 AS a AFTER MATCH SKIP TO C PATTERN (A B)", "C is not a variable", 1, 37),
+    ("MEASURES 1 AS a AFTER MATCH SKIP TO FIRST A PATTERN (^ {- A -} B+)",
+     "every match starts with A, so the search would restart", 1, 43),
+    ("MEASURES 1 AS a AFTER MATCH SKIP TO U PATTERN ((A | B) C) SUBSET U = (A, B)",
+     "every match starts with U, its only row", 1, 37),
     ("MEASURES C.x AS a PATTERN (A B)", "C is not a pattern variable", 1, 10),
     ("MEASURES CLASSIFIER(C) AS a PATTERN (A B)", "C is not a pattern variable", 1, 10),
     ("MEASURES COUNT(C.*) AS a PATTERN (A B)", "C is not a pattern variable", 1, 10),
@@ -198,6 +202,16 @@ def test_errors_name_line_and_column(text: str, message: str, line: int, column:
     rendered = str(err.value).splitlines()
     assert rendered[1] == "  " + text.splitlines()[line - 1]
     assert rendered[2] == "  " + " " * (column - 1) + "^"
+
+
+@pytest.mark.parametrize("text", [
+    "MEASURES 1 AS a AFTER MATCH SKIP TO A PATTERN (A+ B)",  # LAST A may be a later row
+    "MEASURES 1 AS a AFTER MATCH SKIP TO FIRST A PATTERN (A? B)",  # a match may start with B
+    "MEASURES 1 AS a AFTER MATCH SKIP TO FIRST A PATTERN (PERMUTE(A, B))",
+    "MEASURES 1 AS a AFTER MATCH SKIP TO LAST B PATTERN (A B)",
+])
+def test_skip_targets_that_may_move_on_are_accepted(text: str) -> None:
+    assert parse(text).skip.var is not None
 
 
 def test_unchecked_parse_skips_the_static_rules() -> None:

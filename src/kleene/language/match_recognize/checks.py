@@ -8,7 +8,8 @@ inside an aggregate; no navigation or aggregate inside FIRST/LAST; a PREV/NEXT
 may hold a FIRST/LAST only as its whole argument; the column references of
 one navigation or aggregate name one variable (or none), and a navigation
 reads at least one column or CLASSIFIER; ``X.*`` only in COUNT (the grammar);
-no exclusion with WITH UNMATCHED ROWS; measure names unique; ONE ROW PER
+AFTER MATCH SKIP TO FIRST/LAST v not certain to target every match's first
+row; no exclusion with WITH UNMATCHED ROWS; measure names unique; ONE ROW PER
 MATCH has something to return; WITHIN needs ORDER BY.  Checks that need the
 input's columns (unknown columns, WITHIN's unit against the key's type) are
 the evaluator's.
@@ -22,7 +23,10 @@ from kleene.language.errors import QueryError
 from kleene.language.match_recognize import ast
 from kleene.language.match_recognize.ast import NO_SPAN, Span
 
-__all__ = ["check", "pattern_variables", "sub_expressions", "referenced_variables"]
+__all__ = [
+    "check", "first_variables", "most_occurrences", "pattern_variables", "referenced_variables",
+    "sub_expressions",
+]
 
 
 def pattern_variables(pattern: ast.Pattern) -> list[str]:
@@ -53,6 +57,48 @@ def has_exclusion(pattern: ast.Pattern) -> ast.Exclude | None:
     if isinstance(pattern, ast.Quantified):
         return has_exclusion(pattern.body)
     return None
+
+
+def first_variables(p: ast.Pattern) -> tuple[frozenset[str], bool]:
+    """The variables that may label the first row of a match of ``p``, and whether ``p``
+    can match no row at all."""
+    if isinstance(p, ast.Var):
+        return frozenset([p.name]), False
+    if isinstance(p, ast.Empty | ast.Anchor):
+        return frozenset(), True
+    if isinstance(p, ast.Exclude):
+        return first_variables(p.body)
+    if isinstance(p, ast.Quantified):
+        first, nullable = first_variables(p.body)
+        return (first if p.high != 0 else frozenset()), nullable or p.low == 0
+    parts = [first_variables(i) for i in p.items]
+    if isinstance(p, ast.Alternation):
+        return frozenset().union(*(f for f, _ in parts)), any(n for _, n in parts)
+    if isinstance(p, ast.Permute):  # any item may come first
+        return frozenset().union(*(f for f, _ in parts)), all(n for _, n in parts)
+    found: frozenset[str] = frozenset()
+    for first, nullable in parts:
+        found |= first
+        if not nullable:
+            return found, False
+    return found, True
+
+
+def most_occurrences(p: ast.Pattern, variables: set[str]) -> float:
+    """The most rows one match of ``p`` can map to any of ``variables`` (``inf``: unbounded)."""
+    if isinstance(p, ast.Var):
+        return 1 if p.name in variables else 0
+    if isinstance(p, ast.Empty | ast.Anchor):
+        return 0
+    if isinstance(p, ast.Exclude):
+        return most_occurrences(p.body, variables)
+    if isinstance(p, ast.Quantified):
+        inner = most_occurrences(p.body, variables)
+        if inner == 0 or p.high == 0:
+            return 0
+        return float("inf") if p.high is None else inner * p.high
+    counts = [most_occurrences(i, variables) for i in p.items]
+    return max(counts) if isinstance(p, ast.Alternation) else sum(counts)
 
 
 def children(e: ast.Expr) -> tuple[ast.Expr, ...]:
@@ -143,6 +189,7 @@ def check(mr: ast.MatchRecognize) -> None:
             f"AFTER MATCH SKIP {mr.skip.kind.value} {mr.skip.var}: {mr.skip.var} is not a "
             f"variable of PATTERN or SUBSET ({_listing(sorted(known))})", mr.skip.span, src,
         )
+    _check_skip_loops(mr)
     excluded = has_exclusion(mr.pattern)
     if excluded is not None and mr.rows_per_match is ast.RowsPerMatch.ALL_WITH_UNMATCHED:
         raise _error(
@@ -159,6 +206,31 @@ def check(mr: ast.MatchRecognize) -> None:
                      mr.within.span, src)
     if mr.within is not None and mr.order_by[0].descending:
         raise _error("WITHIN needs the first ORDER BY key ascending", mr.order_by[0].span, src)
+
+
+def _check_skip_loops(mr: ast.MatchRecognize) -> None:
+    """SKIP TO a row that is the first row of *every* match would restart the search there
+    forever: the evaluator raises it at run time (as Trino does), and where the pattern makes
+    it certain it is a static error."""
+    skip = mr.skip
+    if skip.var is None or skip.kind not in (ast.SkipKind.TO_FIRST, ast.SkipKind.TO_LAST):
+        return
+    members = {skip.var}
+    for s in mr.subsets:
+        if s.name == skip.var:
+            members = set(s.members)
+    first, _ = first_variables(mr.pattern)
+    if not first or not first <= members:
+        return
+    if skip.kind is ast.SkipKind.TO_LAST:
+        if most_occurrences(mr.pattern, members) > 1:
+            return
+    raise _error(
+        f"AFTER MATCH SKIP {skip.kind.value} {skip.var}: every match starts with "
+        f"{skip.var}{'' if skip.kind is ast.SkipKind.TO_FIRST else ', its only row'}, so the "
+        "search would restart at a match's first row forever; skip PAST LAST ROW, TO NEXT ROW, "
+        "or to a later variable", skip.span, mr.source,
+    )
 
 
 def _listing(names: list[str]) -> str:

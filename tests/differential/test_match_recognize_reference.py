@@ -710,3 +710,24 @@ def test_small_inputs_fall_back_to_the_deep_stack_when_the_search_nests_deeply(
     monkeypatch.setattr(reference, "MAX_DEPTH", 400)
     with pytest.raises(reference.SearchDepthError):
         run(rows, query)
+
+
+def test_trino_broadcast_v_shape_per_customer() -> None:
+    """Trino Community Broadcast 23 (trino.io/episodes/23.html): its query and rows, two
+    partitions interleaved in the input.  The expected rows are derived by hand (the page's
+    printed table could not be retrieved): cust_1 falls 200 -> 100 -> 50 and rises to 100;
+    cust_2 falls 8 -> 4 and rises to 6; cust_1's first day (100 then 200) cannot start."""
+    day = lambda d: dt.date(2020, 5, d)  # noqa: E731
+    orders = [("cust_1", 11, 100), ("cust_1", 12, 200), ("cust_2", 13, 8), ("cust_1", 14, 100),
+              ("cust_2", 15, 4), ("cust_1", 16, 50), ("cust_1", 17, 100), ("cust_2", 18, 6)]
+    rows = [{"customer_id": c, "order_date": day(d), "price": p} for c, d, p in orders]
+    out = run(rows, """PARTITION BY customer_id ORDER BY order_date
+        MEASURES START.price AS start_price, LAST(DOWN.price) AS bottom_price,
+                 LAST(UP.price) AS final_price, START.order_date AS start_date,
+                 LAST(UP.order_date) AS final_date
+        ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+        PATTERN (START DOWN+ UP+)
+        DEFINE DOWN AS price < PREV(price), UP AS price > PREV(price)""")
+    assert cols(out, "customer_id", "start_price", "bottom_price", "final_price", "start_date",
+                "final_date") == [("cust_1", 200, 50, 100, day(12), day(17)),
+                                  ("cust_2", 8, 4, 6, day(13), day(18))]

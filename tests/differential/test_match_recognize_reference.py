@@ -620,6 +620,20 @@ def test_measure_named_like_an_input_column_in_all_rows() -> None:
         run([{"v": 1}], "MEASURES COUNT(*) AS v ALL ROWS PER MATCH PATTERN (A)")
 
 
+def test_a_define_that_gives_no_boolean_is_an_error() -> None:
+    rows = [{"t": 1, "flag": True, "n": 3}]
+    assert run(rows, "ORDER BY t MEASURES COUNT(*) AS c PATTERN (A) DEFINE A AS flag") == [{"c": 1}]
+    with pytest.raises(DataError, match="DEFINE A: the condition gave 3, not true or false"):
+        run(rows, "ORDER BY t MEASURES COUNT(*) AS c PATTERN (A) DEFINE A AS n")
+
+
+def test_within_on_date64_keys() -> None:
+    day = 86400 * 1000
+    table = pa.table({"d": pa.array([0, day, 5 * day], type=pa.date64())})
+    out = run(table, "ORDER BY d MEASURES COUNT(*) AS n PATTERN (A B*) WITHIN INTERVAL '2' DAY")
+    assert [r["n"] for r in out] == [2, 1]
+
+
 def test_bad_values_name_the_row() -> None:
     rows = [{"t": 1, "a": 1, "b": None}, {"t": 2, "a": 1, "b": "x"}]
     with pytest.raises(DataError, match="cannot evaluate") as err:

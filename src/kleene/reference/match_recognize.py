@@ -217,6 +217,9 @@ class _Run:
             if pa.types.is_date32(kind):
                 ints = pc.cast(column, pa.int32()).to_pylist()
                 return [None if v is None else v * 86400 * 10**9 for v in ints]
+            if pa.types.is_date64(kind):
+                ints = pc.cast(column, pa.int64()).to_pylist()
+                return [None if v is None else v * 10**6 for v in ints]
             raise self._error(
                 f"WITHIN with a time unit needs a timestamp or date ORDER BY key; {name!r} "
                 f"is {kind}: write a plain number (WITHIN 10) for a numeric key", w.span)
@@ -376,7 +379,11 @@ class _Search:
         if condition is None:
             return True
         labels = [(p, v) for p, v, _ in self.path]
-        return evaluate(condition, self.frame(labels, len(labels), self.number)) is True
+        value = evaluate(condition, self.frame(labels, len(labels), self.number))
+        if value is not None and not isinstance(value, bool):
+            raise DataError(f"DEFINE {var}: the condition gave {value!r}, not true or false",
+                            row=self.ids[pos])
+        return value is True
 
     def _match(self, p: ast.Pattern, pos: int, excl: bool, k: _Cont) -> Generator[int]:
         if isinstance(p, ast.Var):

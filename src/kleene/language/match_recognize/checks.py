@@ -176,6 +176,9 @@ def check(mr: ast.MatchRecognize) -> None:
             )
         defined.add(d.var)
         _check_expr(d.condition, known, primaries, in_define=True, source=src)
+        if not _may_be_boolean(d.condition):
+            raise _error(f"DEFINE {d.var}: a condition must be true or false, not a value "
+                         "(compare it, e.g. x > 0)", d.condition.span, src)
 
     names: set[str] = set()
     for m in mr.measures:
@@ -231,6 +234,21 @@ def _check_skip_loops(mr: ast.MatchRecognize) -> None:
         "search would restart at a match's first row forever; skip PAST LAST ROW, TO NEXT ROW, "
         "or to a later variable", skip.span, mr.source,
     )
+
+
+def _may_be_boolean(e: ast.Expr) -> bool:
+    """False for expressions that are certainly not booleans (numbers, strings, counts)."""
+    if isinstance(e, ast.Literal):
+        return e.value is None or isinstance(e.value, bool)
+    if isinstance(e, ast.BinOp):
+        return e.op not in ("+", "-", "*", "/", "%")
+    if isinstance(e, ast.Not):
+        return not e.negate
+    if isinstance(e, ast.Aggregate):
+        return e.func in ("MIN", "MAX")  # of a boolean column, perhaps
+    if isinstance(e, ast.Func):
+        return e.name == "COALESCE"
+    return not isinstance(e, ast.MatchNumber | ast.Classifier)
 
 
 def _listing(names: list[str]) -> str:

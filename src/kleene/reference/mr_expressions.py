@@ -48,12 +48,14 @@ class Frame:
         """The primary variables of ``var``; None for the universal variable."""
         return None if var is None else self.variables[var]
 
-    def visible(self, final: bool = False) -> Sequence[tuple[int, str]]:
-        return self.labels if final else self.labels[: self.limit]
+    def visible(self) -> Sequence[tuple[int, str]]:
+        """The mapped rows this frame sees (FINAL frames have ``limit`` = all)."""
+        return self.labels[: self.limit]
 
-    def rows_of(self, var: str | None, final: bool = False) -> list[int]:
+    def rows_of(self, var: str | None) -> list[int]:
+        """The visible rows mapped to ``var`` (None: the universal variable), in order."""
         members = self.members(var)
-        return [r for r, v in self.visible(final) if members is None or v in members]
+        return [r for r, v in self.visible() if members is None or v in members]
 
     def label_of(self, row: int) -> str | None:
         for r, v in self.visible():
@@ -136,27 +138,23 @@ def _last_row(f: Frame, var: str | None) -> int | None:
     return rows[-1] if rows else None
 
 
+def _logical_row(e: ast.Nav, f: Frame) -> tuple[int | None, Frame]:
+    """The row ``FIRST/LAST(e.arg, k)`` lands on, and the frame (FINAL: the whole match)."""
+    g = replace(f, limit=len(f.labels)) if e.semantics == "FINAL" else f
+    rows = g.rows_of(_var_of(e.arg))
+    index = e.steps if e.kind == "FIRST" else len(rows) - 1 - e.steps
+    return (rows[index] if 0 <= index < len(rows) else None), g
+
+
 def _navigate(e: ast.Nav, f: Frame) -> Any:
     if not e.physical:
-        final = e.semantics == "FINAL"
-        g = replace(f, limit=len(f.labels)) if final else f
-        rows = g.rows_of(_var_of(e.arg))
-        k = e.steps
-        index = k if e.kind == "FIRST" else len(rows) - 1 - k
-        if not 0 <= index < len(rows):
-            return None
-        return _eval(e.arg, g, rows[index])
+        row, g = _logical_row(e, f)
+        return None if row is None else _eval(e.arg, g, row)
     inner = e.arg
-    if isinstance(inner, ast.Nav):  # PREV(LAST(A.x, 1), 3): logical step first
-        g = replace(f, limit=len(f.labels)) if inner.semantics == "FINAL" else f
-        rows = g.rows_of(_var_of(inner.arg))
-        k = inner.steps
-        index = k if inner.kind == "FIRST" else len(rows) - 1 - k
-        if not 0 <= index < len(rows):
-            return None
-        base: int | None = rows[index]
-        inner, f = inner.arg, g
-    else:
+    if isinstance(inner, ast.Nav):  # PREV(LAST(A.x, 1), 3): the logical step first
+        base, f = _logical_row(inner, f)
+        inner = inner.arg
+    else:  # the last row of the argument's variable (unqualified: the current row)
         base = _last_row(f, _var_of(inner))
     if base is None:
         return None

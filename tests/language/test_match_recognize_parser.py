@@ -247,3 +247,39 @@ print(json.dumps([before, after]))
     before, after = json.loads(proc.stdout.splitlines()[-1])
     assert before == []
     assert "kleene.language.match_recognize.parser" in after
+
+
+def test_random_clauses_round_trip() -> None:
+    """Printed random patterns (every pattern construct, greedy and reluctant) and DEFINEs
+    parse back to the same tree, and print the same text again."""
+    from hypothesis import HealthCheck, given, settings
+
+    from match_recognize_generators import Case, cases
+
+    seen: set[str] = set()
+
+    @settings(max_examples=60, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(cases(exclusion=True))
+    def check(case: Case) -> None:
+        tree = parse_unchecked(case.query("MATCH_NUMBER() AS m, COUNT(*) AS n",
+                                          "ALL ROWS PER MATCH"))
+        # (nested concatenations and alternations print flat: same language, same preference)
+        printed = to_text(tree)
+        again = parse_unchecked(printed)
+        assert again == tree
+        assert to_text(again) == printed
+        seen.update(type(n).__name__ for n in _pattern_nodes(tree.pattern))
+
+    check()
+    assert seen >= {"Var", "Concat", "Alternation", "Quantified", "Permute", "Exclude", "Anchor"}
+
+
+def _pattern_nodes(p: ast.Pattern) -> list[ast.Pattern]:
+    out = [p]
+    if isinstance(p, ast.Concat | ast.Alternation | ast.Permute):
+        for item in p.items:
+            out += _pattern_nodes(item)
+    elif isinstance(p, ast.Quantified | ast.Exclude):
+        out += _pattern_nodes(p.body)
+    return out

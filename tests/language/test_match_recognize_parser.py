@@ -283,3 +283,35 @@ def _pattern_nodes(p: ast.Pattern) -> list[ast.Pattern]:
     elif isinstance(p, ast.Quantified | ast.Exclude):
         out += _pattern_nodes(p.body)
     return out
+
+
+def test_the_built_parser_is_cached_on_disk_under_its_own_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As CEQL's: built once, saved (privately), loaded later; a bad or foreign-writable file
+    is rebuilt, never loaded."""
+    from kleene.language.match_recognize import parser as mr_parser
+
+    monkeypatch.setenv("KLEENE_CACHE_DIR", str(tmp_path))
+    text = "MEASURES A.x AS y PATTERN (A B+) DEFINE B AS x > PREV(x)"
+    built = mr_parser._lark.__wrapped__()
+    [saved] = list(tmp_path.iterdir())
+    assert saved.name.startswith("match-recognize-parser-")
+    assert not saved.stat().st_mode & 0o022
+    loads: list[object] = []
+    real_load = mr_parser.Lark.load
+
+    def counting_load(f: object) -> object:
+        loads.append(f)
+        return real_load(f)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mr_parser.Lark, "load", counting_load)
+    loaded = mr_parser._lark.__wrapped__()
+    assert len(loads) == 1 and loaded.parse(text) == built.parse(text)
+    saved.chmod(0o666)
+    mr_parser._lark.__wrapped__()
+    assert len(loads) == 1  # writable by others: rebuilt instead
+    saved.write_bytes(b"not a parser")
+    saved.chmod(0o600)
+    rebuilt = mr_parser._lark.__wrapped__()
+    assert rebuilt.parse(text) == built.parse(text)
+    assert saved.read_bytes() != b"not a parser"

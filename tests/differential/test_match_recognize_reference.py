@@ -745,3 +745,19 @@ def test_trino_broadcast_v_shape_per_customer() -> None:
     assert cols(out, "customer_id", "start_price", "bottom_price", "final_price", "start_date",
                 "final_date") == [("cust_1", 200, 50, 100, day(12), day(17)),
                                   ("cust_2", 8, 4, 6, day(13), day(18))]
+
+
+def test_output_columns_in_the_standards_order() -> None:
+    """T-TEST testOutputLayout: ONE ROW gives partition columns then measures; ALL ROWS gives
+    partition columns, order columns, measures, then the other input columns in input order.
+    A column named twice (in PARTITION BY and ORDER BY, or twice in ORDER BY) comes once."""
+    rows = [{"z": 1, "ordering": 2, "partitioning": 3, "a": 4}]
+    one = match_recognize(rows, "PARTITION BY partitioning ORDER BY ordering "
+                                "MEASURES CLASSIFIER() AS c PATTERN (A)")
+    assert one.column_names == ["partitioning", "c"]
+    every = match_recognize(rows, "PARTITION BY partitioning ORDER BY ordering, partitioning, "
+                                  "ordering MEASURES CLASSIFIER() AS c ALL ROWS PER MATCH PATTERN (A)")
+    assert every.column_names == ["partitioning", "ordering", "c", "z", "a"]
+    assert every.to_pylist() == [{"partitioning": 3, "ordering": 2, "c": "A", "z": 1, "a": 4}]
+    bare = match_recognize(rows, "ALL ROWS PER MATCH PATTERN (A)")
+    assert bare.column_names == ["z", "ordering", "partitioning", "a"]

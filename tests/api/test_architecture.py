@@ -167,6 +167,23 @@ single-event patterns, references of a condition, ...) is its own, in
 ``tests/differential/test_oracle_independence.py``: sharing one would hide a bug in it from
 every property test."""
 
+MR_REFERENCE_MAY_IMPORT = frozenset(
+    {
+        "kleene.language.errors",
+        "kleene.language.match_recognize.ast",
+        "kleene.language.match_recognize.parser",
+        "kleene.language.match_recognize.checks",
+    }
+)
+"""What the MATCH_RECOGNIZE reference (``kleene.reference.match_recognize``,
+``kleene.reference.mr_expressions``) may import: its language's AST, parser and errors, and
+for now its static checker, whose three syntax walks (``pattern_variables``,
+``sub_expressions``, ``referenced_variables``) it shares.  There is no MATCH_RECOGNIZE engine
+yet to share them with; when one comes (issue 17), the reference gets its own, as the CEQL
+oracle did, and ``checks`` leaves this set."""
+
+MR_REFERENCE = frozenset({"kleene.reference.match_recognize", "kleene.reference.mr_expressions"})
+
 
 
 def imported_names(tree: ast.Module, here: str, known: dict[str, Path]) -> list[str]:
@@ -197,7 +214,10 @@ def test_the_oracle_imports_only_the_parser_and_the_ast_of_kleene() -> None:
         f"{module} imports {target}"
         for module, targets in found.items()
         for target in targets
-        if not (target.startswith("kleene.reference") or target in ORACLE_MAY_IMPORT)
+        if not (
+            target.startswith("kleene.reference")
+            or target in (MR_REFERENCE_MAY_IMPORT if module in MR_REFERENCE else ORACLE_MAY_IMPORT)
+        )
     ]
     assert offenders == []
 

@@ -232,10 +232,10 @@ def test_visits_grow_with_the_output_not_with_the_window() -> None:
 
 
 def test_the_counters_see_a_walk_that_is_not_output_linear() -> None:
-    """The visit counter is not blind: a union chain whose right children all start before
-    the window gives no complex event at all below its left spine, yet a walk that ignored
-    the time order would visit every node of it; kleene's walk prunes them (1 visit per
-    node on the path), and a DAG built against CORE's invariants is caught by the ratio."""
+    """The visit counter is not blind.  A spine of 99 union nodes, each a left child of the
+    next, breaks CORE's 3-boundedness (a safe union's left child is not a union): its one
+    complex event (the bottom in the window; every right child starts before it and is
+    pruned) costs 101 visits, far over the bound, and the ratio says so."""
     from kleene.runtime.tecs import BOTTOM
 
     # A left spine of unions over old bottoms: only the last bottom is in the window.
@@ -247,4 +247,4 @@ def test_the_counters_see_a_walk_that_is_not_output_linear() -> None:
     enumerate_node(Probe(node, tally), 100, found, 1 << 62, 100)
     assert found == [(100, 100, (), None)]
     assert tally[0] == 1 + 99 + 1  # the FILTER check of the root, the spine and its bottom
-    assert tally[0] / 1 > VISITS_PER_UNIT  # a spine of unions is not 3-bounded: ratio catches it
+    assert tally[0] / 1 > VISITS_PER_UNIT  # one unit of output (no position, one complex event)

@@ -429,6 +429,50 @@ def _widen(current: str, value: str) -> pa.DataType:
     return pa.string()
 
 
+def _ladder(inferred: pa.DataType) -> list[pa.DataType]:
+    """The types a column Arrow inferred as ``inferred`` may widen to, narrowest first (as
+    :func:`_widen` steps): null, int64, float64, string; any other type only to string."""
+    steps = [pa.null(), pa.int64(), pa.float64(), pa.string()]
+    return steps[steps.index(inferred) :] if inferred in steps else [inferred, pa.string()]
+
+
+def _fits(column: pa.ChunkedArray | pa.Array, typ: pa.DataType) -> bool:
+    if pa.types.is_null(typ):
+        return column.null_count == len(column)
+    if pa.types.is_string(typ):
+        return True
+    try:
+        column.cast(typ)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
+def _survey(
+    path: Path, column_types: dict[str, pa.DataType], include: list[str] | None, nulls: list[str]
+) -> dict[str, pa.DataType] | None:
+    """Every column's type from one pass over the file read as text: for each column the
+    narrowest step of its :func:`_ladder` that all its values convert to.
+
+    Called at the first conversion failure, instead of widening that column and reading the
+    file again, once per column that needs it (10 such columns were 11 passes).  Arrow's cast
+    and its CSV converter may disagree on a rare spelling: the caller then widens as before,
+    so this only saves passes.  None when the survey cannot be made (invalid UTF-8 read as text).
+    """
+    try:
+        inferred = _csv_reader(path, 1 << 16, column_types, include, nulls).schema
+        ladders = {f.name: _ladder(f.type) for f in inferred if f.name not in column_types}
+        as_text = {**column_types, **{name: pa.string() for name in ladders}}
+        for batch in _csv_reader(path, 1 << 16, as_text, include, nulls):
+            for name, ladder in ladders.items():
+                column = batch.column(name)
+                while len(ladder) > 1 and not _fits(column, ladder[0]):
+                    ladder.pop(0)
+    except pa.ArrowException:
+        return None
+    return {**column_types, **{name: ladder[0] for name, ladder in ladders.items()}}
+
+
 def _read_csv(
     path: Path, batch_size: int, wanted: frozenset[str] | None, nulls: list[str]
 ) -> Iterator[pa.RecordBatch]:
@@ -436,6 +480,7 @@ def _read_csv(
     # Arrow names a failing column by its place in the file, included or not.
     include = None if wanted is None else [n for n in _csv_header(path) if n in wanted]
     whole = path.suffix.lower() not in _COMPRESSION and path.stat().st_size <= BUFFER_BYTES
+    surveyed = False
     for _attempt in range(10_000):
         kept: list[pa.RecordBatch] | None = []
         size = 0
@@ -463,6 +508,12 @@ def _read_csv(
             match = _CSV_CONVERSION.search(str(exc))
             if match is None:
                 raise _csv_error(path, exc) from exc
+            if not surveyed:  # settle every column's type in one pass, not one pass per column
+                surveyed = True
+                found = _survey(path, column_types, include, nulls)
+                if found is not None and found != column_types:
+                    column_types = found
+                    continue
             names = _csv_header(path)
             index = int(match.group(1))
             if index >= len(names):

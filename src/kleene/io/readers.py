@@ -24,8 +24,8 @@ How each format is streamed:
 
 * CSV: :func:`pyarrow.csv.open_csv`.  Arrow fixes each column's type from the
   first block and fails if a later block disagrees.  So a first pass reads the
-  file and, on such a failure, widens that column (null → int → float →
-  string) and starts over; the batches of the pass that succeeds are kept if
+  file and, on such a failure, reads it once as text to settle every column's
+  type (null → int → float → string; :func:`_survey`) and starts over; the batches of the pass that succeeds are kept if
   they are small (below :data:`BUFFER_BYTES`), and otherwise the file is read
   a second time with the settled types.  Small files are thus read once;
   large ones twice, in constant memory.  An uncompressed file below

@@ -135,3 +135,11 @@ def test_a_deferred_policy_opens_at_its_first_bad_row(tmp_path: Path) -> None:
     policy.handle(4, "price", "null value", {"price": None})
     policy.close()
     assert json.loads(target.read_text())["row"] == 4
+
+
+def test_a_plot_cannot_overwrite_its_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "events.png"  # an odd name, read as CSV by --format
+    data.write_text(EVENTS)
+    code = main(["plot", QUERY, "--input", str(data), "--format", "csv", "--output", str(data)])
+    assert code == 2 and "is the input file" in capsys.readouterr().err
+    assert data.read_text() == EVENTS

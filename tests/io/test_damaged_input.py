@@ -230,3 +230,21 @@ def test_randomly_corrupted_parquet_files(tmp_path: Path) -> None:
             assert str(path) in str(err)
             outcomes["error"] += 1
     assert outcomes["error"] >= 30, outcomes
+
+
+def test_a_lone_surrogate_escape_is_a_bad_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``"\\ud800"`` decodes to a lone surrogate, which no UTF-8 text holds (a UnicodeEncodeError
+    traceback before): a bad row like invalid bytes; a proper pair (an emoji) is text."""
+    data = tmp_path / "surrogate.jsonl"
+    data.write_text(
+        '{"type": "SELL", "price": 2, "n": "\\ud800x"}\n{"type": "SELL", "price": 3, "n": "\\ud83d\\ude00"}\n'
+    )
+    code, out, err = run(capsys, QUERY, "--input", str(data))
+    assert code == 3 and "bad input: invalid UTF-8 (row 0, column 'n')" in err
+    quarantine = tmp_path / "q.jsonl"
+    code, out, err = run(capsys, QUERY, "--input", str(data), "--quarantine", str(quarantine))
+    assert code == 0 and "1 row set aside: 1 invalid UTF-8 in 'n'" in err
+    assert [json.loads(line)["events"][0]["n"] for line in out.splitlines()] == ["\U0001f600"]
+    assert json.loads(quarantine.read_text())["values"]["n"] == "\\xed\\xa0\\x80x"

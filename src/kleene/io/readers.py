@@ -643,6 +643,9 @@ def _parse_chunk_arrow(chunk: Chunk) -> pa.Table | None:
     return table
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def _parse_chunk_python(chunk: Chunk, first_row: int, path: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for offset, (number, line) in enumerate(chunk):
@@ -654,6 +657,9 @@ def _parse_chunk_python(chunk: Chunk, first_row: int, path: Path) -> list[dict[s
                 text = line.decode("utf-8", "surrogateescape")
                 invalid = True
             value = json.loads(text)
+            # A "\ud800" escape decodes to a lone surrogate, which no UTF-8 text holds: a bad
+            # row like invalid bytes (it made Arrow's conversion fail with a traceback).
+            invalid = invalid or (_SURROGATE_ESCAPE.search(text) is not None)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise DataError(
                 f"malformed JSON on line {number} of {str(path)!r}: {exc}",

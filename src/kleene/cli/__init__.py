@@ -40,13 +40,23 @@ the file's name).  Several inputs, each optionally naming its stream
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import kleene
-from kleene.cli.common import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OTHER, EXIT_QUERY, UsageError
+from kleene.cli.common import (
+    EXIT_DATA,
+    EXIT_INTERRUPTED,
+    EXIT_OTHER,
+    EXIT_QUERY,
+    EXIT_TERMINATED,
+    UsageError,
+)
 from kleene.cli.explain import add_explain_parser
 from kleene.cli.plot import add_plot_parser
 from kleene.cli.run import add_run_parser
@@ -84,6 +94,31 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt so that every
+    ``finally`` and ``except BaseException`` cleanup runs (Python's default for SIGTERM is to
+    die at once, leaving a run's temporary output behind).  A KeyboardInterrupt, so code that
+    stops gracefully on Ctrl-C (``kleene stream``) does so on SIGTERM too."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` while a command runs (main thread only; the
+    previous handler is restored after, so a caller's own handler survives ``main``)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kleene`` command; returns the exit code."""
     parser = build_parser()
@@ -96,7 +131,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(stderr)
         return EXIT_QUERY
     try:
-        return int(args.handler(args, stderr))
+        with _terminate_as_interrupt():
+            return int(args.handler(args, stderr))
+    except Terminated:
+        # Raised through the command, whose cleanup (the output's temporary file, a
+        # spooled standard input) ran on the way: the shell's status for SIGTERM.
+        print("kleene: terminated", file=stderr)
+        return EXIT_TERMINATED
     except UsageError as exc:
         print(f"kleene {args.command}: error: {exc}", file=stderr)
         return EXIT_QUERY

@@ -23,6 +23,8 @@ from kleene.io.readers import detect_format
 from kleene.language.errors import UnseenNameWarning
 
 EXIT_OK, EXIT_OTHER, EXIT_QUERY, EXIT_DATA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_TERMINATED = 143
+"""SIGTERM: 128 + 15, as a shell reports a process the signal killed."""
 
 STDIN = "-"
 """``--input -`` and ``QUERY -``: standard input."""
@@ -128,8 +130,15 @@ def bad_row_policy(on_bad_row: Sequence[str] | None, quarantine: str | None) -> 
         raise UsageError("--on-bad-row quarantine needs a file: --on-bad-row quarantine FILE")
     if mode != "quarantine" and quarantine is not None:
         raise UsageError(f"--quarantine given, but --on-bad-row is {mode}")
+    # Deferred: the file is created only when the run starts (open_quarantine), never
+    # for a query that does not compile or an input that does not exist.
+    return BadRowPolicy(mode, target, deferred=True)
+
+
+def open_quarantine(policy: BadRowPolicy) -> None:
+    """Create the quarantine file as the run starts (a usage error if it cannot be written)."""
     try:
-        return BadRowPolicy(mode, target)
+        policy.open()
     except OSError as exc:
         raise UsageError(f"cannot write the quarantine file: {exc}") from exc
 

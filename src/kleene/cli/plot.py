@@ -20,6 +20,7 @@ from kleene.cli.common import (
     spooled_stdin,
     unseen_messages,
 )
+from kleene.cli.sidefiles import check_written_files
 from kleene.io.readers import read_batches
 from kleene.language.errors import UnseenNameWarning
 from kleene.language.parser import parse
@@ -82,6 +83,7 @@ def plot_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     skip_pandas_probe()
     if Path(args.output).suffix.lower() not in PICTURE_FORMATS:
         raise UsageError(f"--output {args.output!r}: choose a file ending in {', '.join(PICTURE_FORMATS)}")
+    check_written_files([args.input], [("--output", args.output)])
     start, stop = _bound(args.start), _bound(args.stop)
     if not args.time_column and any(isinstance(b, str) for b in (start, stop)):
         raise UsageError("--from/--to with a time need --time-column (or give input positions)")

@@ -24,6 +24,7 @@ from kleene.cli.common import (
     bad_row_policy,
     is_query_file,
     load_query,
+    open_quarantine,
     parse_inputs,
     skip_pandas_probe,
     spooled_stdin,
@@ -31,6 +32,7 @@ from kleene.cli.common import (
 )
 from kleene.cli.output import Output
 from kleene.cli.progress import Progress, is_tty
+from kleene.cli.sidefiles import check_written_files
 from kleene.cli.spark_run import run_spark
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.merge import merge_streams, named_stream
@@ -245,6 +247,10 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
         raise UsageError("standard input can hold the query or the events, not both")
     stream_column = _stream_column(args, given)
     policy = bad_row_policy(args.on_bad_row, args.quarantine)
+    check_written_files(
+        [path for _, path in given],
+        [("--output", args.output), ("--quarantine", _quarantine_path(policy))],
+    )
     with policy, spooled_stdin(given, args.format) as inputs, warnings.catch_warnings(
         record=True
     ) as caught:
@@ -269,6 +275,11 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
                 stream_column=stream_column or "stream",
             )
         output = Output(args.output, output_format(args.output, args.output_format))
+        try:
+            open_quarantine(policy)  # the run starts: the query compiled, the inputs exist
+        except BaseException:
+            output.abort()
+            raise
         progress: Progress | None = None
         # A bar redrawn with "\r" would garble results printed to the same terminal.
         results_on_terminal = args.output == "-" and is_tty(sys.stdout)
@@ -301,6 +312,10 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     if policy.count:
         print(f"kleene: {policy.summary()}", file=stderr)
     return EXIT_OK
+
+
+def _quarantine_path(policy: BadRowPolicy) -> str | None:
+    return None if policy.quarantine_path is None else str(policy.quarantine_path)
 
 
 def check_names_first(

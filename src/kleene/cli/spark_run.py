@@ -24,6 +24,7 @@ from kleene.cli.common import (
     parse_inputs,
     warnings_to_log,
 )
+from kleene.cli.sidefiles import check_written_files
 from kleene.io.badrows import SKIP_HINTS
 from kleene.io.peek import Peeked, peek_schema
 from kleene.io.readers import cheap_columns, count_rows, detect_format, read_batches
@@ -65,6 +66,7 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         raise UsageError("--null-values is for the in-process engine (Spark's CSV reader takes one null token)")
     if args.input == "-":
         raise UsageError("--engine spark reads a file or directory: standard input is for the in-process engine")
+    check_written_files([args.input], [("--output", args.output), ("--spark-log", args.spark_log)])
     fmt_out = output_format(args.output, args.output_format)
     if args.output == "-" and fmt_out != "jsonl":
         raise UsageError(f"--output-format {fmt_out} writes a directory: give --output DIR")

@@ -25,6 +25,7 @@ from typing import IO, Any
 
 import kleene
 from kleene.cli.common import EXIT_OK, load_query, new_spark_log, warnings_to_log
+from kleene.cli.sidefiles import check_written_files
 
 
 def add_stream_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -155,6 +156,7 @@ def run_stream(args: argparse.Namespace, stderr: IO[str] | None = None) -> int:
         raise OSError(f"{args.input_dir!r} is empty: pass --schema, or add a file to infer it from")
 
     # Spark's log lines (and its Python workers') go to a file: stderr is kleene's.
+    check_written_files([args.input_dir], [("--spark-log", args.spark_log)])
     log_file = args.spark_log or new_spark_log("stream")
     print(f"kleene stream: Spark's log: {log_file}", file=err)
     # A caller's session (a notebook, the tests) is used as it is and left running.

@@ -15,6 +15,7 @@ the CLI prints it on stderr at the end of a run.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal, cast
@@ -46,15 +47,20 @@ class BadRowPolicy:
 
         {"row": 17, "column": "price", "reason": "null value", "values": {...}}
 
-    A path is truncated when the policy is created, so that a file left over
-    from an earlier run is never mistaken for this run's bad rows.  Use the
-    policy as a context manager, or call :meth:`close`, to flush the file.
+    A path is truncated when the policy is created (with ``deferred=True``: by
+    :meth:`open`, which the CLI calls only once the query compiled and the
+    inputs were checked), so that a file left over from an earlier run is
+    never mistaken for this run's bad rows.  A symbolic link is refused, never
+    written through.  Use the policy as a context manager, or call
+    :meth:`close`, to flush the file.
     """
 
     def __init__(
         self,
         mode: Mode | str = "error",
         quarantine: str | Path | IO[str] | None = None,
+        *,
+        deferred: bool = False,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown bad-row mode {mode!r}; expected one of {', '.join(MODES)}")
@@ -62,13 +68,14 @@ class BadRowPolicy:
         self._stream: IO[str] | None = None
         self._owns_stream = False
         self.quarantine_path: Path | None = None
+        self._closed = False
         if mode == "quarantine":
             if quarantine is None:
                 raise ValueError("the quarantine mode needs a file to write bad rows to")
             if isinstance(quarantine, (str, Path)):
                 self.quarantine_path = Path(quarantine)
-                self._stream = open(self.quarantine_path, "w", encoding="utf-8")  # noqa: SIM115
-                self._owns_stream = True
+                if not deferred:
+                    self.open()
             else:
                 self._stream = quarantine
         elif quarantine is not None:
@@ -111,6 +118,8 @@ class BadRowPolicy:
         self.records += 1
         if self.mode == "error":
             raise DataError(reason + SKIP_HINTS.get(reason, ""), row=row, column=column)
+        if self._stream is None:
+            self.open()  # a deferred policy used without open(): open it now rather than lose rows
         if self._stream is not None:
             from kleene.io.writers import dumps_line
 
@@ -142,6 +151,27 @@ class BadRowPolicy:
         return text
 
     # ------------------------------------------------------------ lifecycle
+    def open(self) -> None:
+        """Create (or truncate) the quarantine file; a no-op once open, or without a path.
+
+        ``O_NOFOLLOW``: a symbolic link at the path is an error (ELOOP), never
+        followed, so a planted link cannot make kleene overwrite another file.
+        """
+        if self.quarantine_path is None or self._stream is not None or self._closed:
+            return
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(self.quarantine_path, flags, 0o666)
+        except OSError as exc:
+            if os.path.islink(self.quarantine_path):
+                raise OSError(
+                    f"the quarantine file {str(self.quarantine_path)!r} is a symbolic link: "
+                    "kleene does not write through links (name the file itself)"
+                ) from exc
+            raise
+        self._stream = os.fdopen(fd, "w", encoding="utf-8")
+        self._owns_stream = True
+
     def flush(self) -> None:
         if self._stream is not None:
             self._stream.flush()
@@ -153,6 +183,7 @@ class BadRowPolicy:
         if self._owns_stream:
             self._stream.close()
             self._stream = None
+            self._closed = True
         else:
             self._stream.flush()
 

@@ -24,8 +24,8 @@ How each format is streamed:
 
 * CSV: :func:`pyarrow.csv.open_csv`.  Arrow fixes each column's type from the
   first block and fails if a later block disagrees.  So a first pass reads the
-  file and, on such a failure, widens that column (null → int → float →
-  string) and starts over; the batches of the pass that succeeds are kept if
+  file and, on such a failure, reads it once as text to settle every column's
+  type (null → int → float → string; :func:`_survey`) and starts over; the batches of the pass that succeeds are kept if
   they are small (below :data:`BUFFER_BYTES`), and otherwise the file is read
   a second time with the settled types.  Small files are thus read once;
   large ones twice, in constant memory.  An uncompressed file below
@@ -63,6 +63,7 @@ import json
 import lzma
 import os
 import re
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, cast
@@ -70,6 +71,7 @@ from typing import IO, Any, cast
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
+from kleene.io.nesting import MAX_JSON_DEPTH, too_deep
 from kleene.io.utf8 import INVALID_UTF8, decode_batch, fix_row, is_valid
 from kleene.language.errors import DataError
 
@@ -166,13 +168,40 @@ def read_batches(
         raise DataError(f"input {str(p)!r} is a directory, not a file")
     wanted = None if columns is None else frozenset(columns)
     if fmt == "parquet":
-        return _read_parquet(p, batch_size, wanted, dictionary)
+        return _guarded(p, _read_parquet(p, batch_size, wanted, dictionary))
     if fmt == "csv":
-        return _read_csv(p, batch_size, wanted, [*CSV_NULLS, *null_values])
+        return _guarded(p, _read_csv(p, batch_size, wanted, [*CSV_NULLS, *null_values]))
     batches = _read_jsonl(p, batch_size)
     if null_values:
         batches = _nulled(batches, list(null_values))
-    return batches if wanted is None else _select(batches, wanted)
+    return _guarded(p, batches if wanted is None else _select(batches, wanted))
+
+
+_UNREADABLE = (
+    OSError, EOFError, zlib.error, lzma.LZMAError, pa.ArrowException, RecursionError, UnicodeDecodeError
+)
+"""What decoding a damaged file raises below kleene: a truncated or corrupt ``.gz``/``.bz2``/
+``.xz`` stream (EOFError, zlib.error, OSError), a corrupt Parquet page (OSError from Arrow:
+"Corrupt snappy compressed data"), an unreadable disk block (OSError), column names that
+are not UTF-8 (UnicodeDecodeError from Arrow, which cannot hold such a name)."""
+
+
+def _guarded(path: Path, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``batches``, with every failure to read ``path`` a :class:`DataError` naming the file
+    and how many rows were read before it (exit 3), never a traceback."""
+    rows = 0
+    try:
+        for batch in batches:
+            yield batch
+            rows += batch.num_rows
+    except _UNREADABLE as exc:
+        detail = str(exc) or type(exc).__name__
+        if isinstance(exc, UnicodeDecodeError):
+            detail = f"a column name is not valid UTF-8 ({detail})"
+        elif path.suffix.lower() in _COMPRESSION and isinstance(exc, (EOFError, zlib.error, lzma.LZMAError, OSError)):
+            detail = f"truncated or corrupt {path.suffix.lower()} data: {detail}"
+        after = f" after its first {rows:,} rows" if rows else ""
+        raise DataError(f"cannot read {str(path)!r}{after}: {detail}") from exc
 
 
 def _nulled(batches: Iterator[pa.RecordBatch], tokens: list[str]) -> Iterator[pa.RecordBatch]:
@@ -303,12 +332,35 @@ def _read_parquet(
             # One row group at a time: a single iter_batches over the whole file
             # keeps allocations from every row group alive until the end (peak
             # memory then grows with the file), which a streaming reader must not.
+            group = 0
             for group in range(pf.num_row_groups):
-                yield from pf.iter_batches(
+                for batch in pf.iter_batches(
                     batch_size=batch_size, row_groups=[group], columns=names, use_threads=threads
-                )
-        except pa.ArrowException as exc:
-            raise DataError(f"cannot read {str(path)!r} as Parquet: {exc}") from exc
+                ):
+                    _check_text(batch, path, group)
+                    yield batch
+        except (pa.ArrowException, OSError) as exc:  # a corrupt page is an OSError from Arrow
+            raise DataError(
+                f"cannot read {str(path)!r} as Parquet (row group {group} of "
+                f"{pf.num_row_groups}): {exc}"
+            ) from exc
+
+
+def _check_text(batch: pa.RecordBatch, path: Path, group: int) -> None:
+    """Arrow does not check that a Parquet string column holds UTF-8: a corrupt page can hand
+    the writers bytes no string may hold.  Checked per batch (a dictionary column: its few
+    distinct values only)."""
+    for field, column in zip(batch.schema, batch.columns):
+        values = column.dictionary if pa.types.is_dictionary(field.type) else column
+        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+            continue
+        try:
+            values.validate(full=True)
+        except pa.ArrowInvalid as exc:
+            raise DataError(
+                f"cannot read {str(path)!r} as Parquet (row group {group}): column "
+                f"{field.name!r} holds invalid UTF-8, a corrupt file ({exc})"
+            ) from exc
 
 
 # ---------------------------------------------------------------------- csv
@@ -341,7 +393,8 @@ def _csv_reader(
 ) -> pcsv.CSVStreamingReader:
     block = max(1 << 20, min(16 << 20, batch_size * 128))
     return pcsv.open_csv(
-        path,
+        # Arrow decompresses .gz and .bz2 from the name, not .xz: that one is opened here.
+        lzma.open(path, "rb") if path.suffix.lower() == ".xz" else path,
         read_options=pcsv.ReadOptions(block_size=block),
         **_csv_options(path, column_types, include, nulls),
     )
@@ -376,6 +429,50 @@ def _widen(current: str, value: str) -> pa.DataType:
     return pa.string()
 
 
+def _ladder(inferred: pa.DataType) -> list[pa.DataType]:
+    """The types a column Arrow inferred as ``inferred`` may widen to, narrowest first (as
+    :func:`_widen` steps): null, int64, float64, string; any other type only to string."""
+    steps = [pa.null(), pa.int64(), pa.float64(), pa.string()]
+    return steps[steps.index(inferred) :] if inferred in steps else [inferred, pa.string()]
+
+
+def _fits(column: pa.ChunkedArray | pa.Array, typ: pa.DataType) -> bool:
+    if pa.types.is_null(typ):
+        return column.null_count == len(column)
+    if pa.types.is_string(typ):
+        return True
+    try:
+        column.cast(typ)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
+def _survey(
+    path: Path, column_types: dict[str, pa.DataType], include: list[str] | None, nulls: list[str]
+) -> dict[str, pa.DataType] | None:
+    """Every column's type from one pass over the file read as text: for each column the
+    narrowest step of its :func:`_ladder` that all its values convert to.
+
+    Called at the first conversion failure, instead of widening that column and reading the
+    file again, once per column that needs it (10 such columns were 11 passes).  Arrow's cast
+    and its CSV converter may disagree on a rare spelling: the caller then widens as before,
+    so this only saves passes.  None when the survey cannot be made (invalid UTF-8 read as text).
+    """
+    try:
+        inferred = _csv_reader(path, 1 << 16, column_types, include, nulls).schema
+        ladders = {f.name: _ladder(f.type) for f in inferred if f.name not in column_types}
+        as_text = {**column_types, **{name: pa.string() for name in ladders}}
+        for batch in _csv_reader(path, 1 << 16, as_text, include, nulls):
+            for name, ladder in ladders.items():
+                column = batch.column(name)
+                while len(ladder) > 1 and not _fits(column, ladder[0]):
+                    ladder.pop(0)
+    except pa.ArrowException:
+        return None
+    return {**column_types, **{name: ladder[0] for name, ladder in ladders.items()}}
+
+
 def _read_csv(
     path: Path, batch_size: int, wanted: frozenset[str] | None, nulls: list[str]
 ) -> Iterator[pa.RecordBatch]:
@@ -383,6 +480,7 @@ def _read_csv(
     # Arrow names a failing column by its place in the file, included or not.
     include = None if wanted is None else [n for n in _csv_header(path) if n in wanted]
     whole = path.suffix.lower() not in _COMPRESSION and path.stat().st_size <= BUFFER_BYTES
+    surveyed = False
     for _attempt in range(10_000):
         kept: list[pa.RecordBatch] | None = []
         size = 0
@@ -410,6 +508,12 @@ def _read_csv(
             match = _CSV_CONVERSION.search(str(exc))
             if match is None:
                 raise _csv_error(path, exc) from exc
+            if not surveyed:  # settle every column's type in one pass, not one pass per column
+                surveyed = True
+                found = _survey(path, column_types, include, nulls)
+                if found is not None and found != column_types:
+                    column_types = found
+                    continue
             names = _csv_header(path)
             index = int(match.group(1))
             if index >= len(names):
@@ -505,6 +609,11 @@ def _line_chunks(path: Path, chunk_rows: int) -> Iterator[Chunk]:
 def _array_chunks(path: Path, data: bytes, chunk_rows: int) -> Iterator[Chunk]:
     try:
         items = json.loads(data)
+    except RecursionError as exc:
+        raise DataError(
+            f"{str(path)!r} is nested too deep to read (kleene's limit for JSON values: "
+            f"{MAX_JSON_DEPTH} levels)"
+        ) from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         line = getattr(exc, "lineno", None)
         where = f" on line {line}" if line else ""
@@ -534,6 +643,9 @@ def _parse_chunk_arrow(chunk: Chunk) -> pa.Table | None:
     return table
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def _parse_chunk_python(chunk: Chunk, first_row: int, path: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for offset, (number, line) in enumerate(chunk):
@@ -545,6 +657,9 @@ def _parse_chunk_python(chunk: Chunk, first_row: int, path: Path) -> list[dict[s
                 text = line.decode("utf-8", "surrogateescape")
                 invalid = True
             value = json.loads(text)
+            # A "\ud800" escape decodes to a lone surrogate, which no UTF-8 text holds: a bad
+            # row like invalid bytes (it made Arrow's conversion fail with a traceback).
+            invalid = invalid or (_SURROGATE_ESCAPE.search(text) is not None)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise DataError(
                 f"malformed JSON on line {number} of {str(path)!r}: {exc}",
@@ -664,7 +779,16 @@ def _parse_chunk(chunk: Chunk, first_row: int, path: Path, schema: pa.Schema | N
     Arrow's JSON reader would replace invalid UTF-8 with U+FFFD, silently: a
     chunk holding some goes the Python way, which marks those rows (kleene.io.utf8).
     """
-    valid = is_valid(b"\n".join(line for _, line in chunk))
+    data = b"\n".join(line for _, line in chunk)
+    deep = too_deep(data)
+    if deep is not None:
+        index, depth = deep
+        raise DataError(
+            f"line {chunk[index][0]} of {str(path)!r} is nested {depth} levels deep, over "
+            f"kleene's limit of {MAX_JSON_DEPTH} for JSON Lines (kleene.io.nesting.MAX_JSON_DEPTH)",
+            row=first_row + index,
+        )
+    valid = is_valid(data)
     table = _parse_chunk_arrow(chunk) if valid else None
     if table is not None:
         if schema is None:

@@ -99,8 +99,7 @@ def surrogates_fixed(value: Any) -> tuple[Any, bool]:
             value.encode("utf-8")
             return value, False
         except UnicodeEncodeError:
-            raw = value.encode("utf-8", "surrogateescape")
-            return raw.decode("utf-8", "backslashreplace"), True
+            return _escaped(value), True
     if isinstance(value, list):
         fixed = [surrogates_fixed(v) for v in value]
         return [v for v, _ in fixed], any(b for _, b in fixed)
@@ -113,6 +112,19 @@ def surrogates_fixed(value: Any) -> tuple[Any, bool]:
             bad = bad or bad_key or bad_value
         return out, bad
     return value, False
+
+
+def _escaped(value: str) -> str:
+    """A string holding surrogates as ``\\xNN`` escapes of its bytes: an invalid byte read with
+    ``surrogateescape``, or a lone surrogate a JSON ``\\ud800`` escape spelled (no UTF-8
+    holds it: its three bytes as CESU would have them)."""
+    raw = b"".join(
+        ch.encode("utf-8", "surrogatepass")
+        if "\ud800" <= ch <= "\udfff" and not "\udc80" <= ch <= "\udcff"
+        else ch.encode("utf-8", "surrogateescape")
+        for ch in value
+    )
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def fix_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput, VisitError
 from lark.tree import Meta
 
-from kleene.language import ast
+from kleene.language import ast, limits
 from kleene.language.ast import NO_SPAN, Span
 from kleene.language.errors import QueryError
 from kleene.language.syntax_errors import syntax_error
@@ -152,8 +152,9 @@ def parse(text: str) -> ast.Program:
     if not isinstance(text, str):
         # lark would fail deep inside its lexer with an AttributeError.
         raise TypeError(f"a CEQL query is text (str), not {type(text).__name__}")
+    limits.check_length(text)
     try:
-        tree = _lark().parse(text)
+        tree = limits.balance_and_check(_lark().parse(text), text)
     except UnexpectedInput as exc:
         raise syntax_error(exc, text, _literals()) from None
     try:
@@ -200,6 +201,7 @@ _UNIT_NANOS: dict[str, int] = {
 }
 _ATTR_TYPES: tuple[str, ...] = get_args(ast.AttrType)
 _INT_RE = re.compile(r"\d+")
+_LARGEST_FLOAT = 1.7976931348623157e308
 
 
 def _span(meta: Meta) -> Span:
@@ -258,8 +260,11 @@ class _Builder(Transformer[Token, Any]):
 
     def _literal(self, tok: Token, negative: bool = False) -> int | float:
         text = str(tok)
+        refused = limits.number_error(text)
+        if refused is not None:
+            raise self._error(refused, _tok_span(tok))
         value: int | float = int(text) if _INT_RE.fullmatch(text) else float(text)
-        if isinstance(value, float) and math.isinf(value):
+        if (isinstance(value, float) and math.isinf(value)) or abs(value) > _LARGEST_FLOAT:
             raise self._error(f"number {text} is too large", _tok_span(tok))
         return -value if negative else value
 
@@ -350,10 +355,26 @@ class _Builder(Transformer[Token, Any]):
         (num,) = children
         if not num.is_int:
             raise self._error(f"WITHIN n EVENTS needs a whole number, not {num.text}", num.span)
+        self._at_most(num, "WITHIN n EVENTS")
         return _Clause("within", ast.EventsWindow(int(num.value), _from(num.span, meta)))
+
+    def _at_most(self, num: _Num, what: str) -> None:
+        """:data:`limits.MAX_COUNT` for a window or LIMIT count (caret at the number)."""
+        if isinstance(num.value, int) and abs(num.value) > limits.MAX_COUNT:
+            raise self._error(
+                f"{what}: {num.text} is over kleene's limit of {limits.MAX_COUNT:,} "
+                "(10**18, kleene.language.limits.MAX_COUNT: the engine's integers are 64-bit)",
+                num.span,
+            )
 
     def within_duration(self, meta: Meta, children: list[Any]) -> _Clause:
         total = sum((nanos for nanos, _ in children), Fraction(0))
+        if abs(total) > limits.MAX_DURATION_NANOS:
+            raise self._error(
+                "a WITHIN duration is at most 36,500 days (about 100 years; "
+                "kleene.language.limits.MAX_DURATION_NANOS: times are 64-bit nanoseconds)",
+                children[0][1],
+            )
         window = ast.DurationWindow(round(total), _from(children[0][1], meta))
         return _Clause("within", window)
 
@@ -363,6 +384,7 @@ class _Builder(Transformer[Token, Any]):
 
     def within_attr(self, meta: Meta, children: list[Any]) -> _Clause:
         num, attr = children
+        self._at_most(num, "WITHIN n [attribute]")
         return _Clause("within", ast.AttrWindow(num.value, attr, _from(num.span, meta)))
 
     def consume(self, meta: Meta, children: list[Any]) -> _Clause:
@@ -372,6 +394,7 @@ class _Builder(Transformer[Token, Any]):
         (num,) = children
         if not num.is_int:
             raise self._error(f"LIMIT needs a whole number, not {num.text}", num.span)
+        self._at_most(num, "LIMIT")
         return _Clause("limit", int(num.value))
 
     def pos_num(self, meta: Meta, children: list[Any]) -> _Num:

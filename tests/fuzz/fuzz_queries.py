@@ -177,10 +177,38 @@ def huge_number(rng: random.Random) -> str:
 
 
 def mutate(rng: random.Random, text: str, rounds: int | None = None) -> str:
-    """``text`` with 1-4 random damages (tokens, characters, numbers, nesting)."""
+    """``text`` with 1-4 random damages (tokens, characters, numbers, nesting); half the time
+    one change that keeps the syntax (a token for another of its class), which reaches the
+    compiler and the engine rather than the parser."""
+    if rounds is None and rng.random() < 0.5:
+        return _same_class(rng, text)
     for _ in range(rounds or rng.randint(1, 4)):
         text = rng.choice(_MUTATORS)(rng, text)
     return text
+
+
+CLASSES = (
+    ("ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT"),
+    (";", ":", "OR", "AND", "ALL", "UNLESS"),
+    ("+", ":+", "*", "?", "{2}", "{1,3}", "{,2}", "{2,}", ":{2}"),
+    ("<", "<=", ">", ">=", "=", "==", "!=", "<>"),
+    ("+", "-", "*", "/", "%"),
+    ("EVENTS", "seconds", "minutes", "hours", "days", "milliseconds", "[t]", "[price]"),
+    ("ANY", "PARTITION", "NONE"),
+    (*TYPES, *VARIABLES, *ATTRIBUTES, *STREAMS),
+    ("0", "1", "2", "-1", "3.5", "1e3", "100", "0.0001"),
+)
+"""Tokens that can stand for each other (a strategy, a pattern operator, a comparison, ...)."""
+
+
+def _same_class(rng: random.Random, text: str) -> str:
+    toks = tokenize(text)
+    spots = [(i, c) for i, t in enumerate(toks) for c in CLASSES if t.upper() in c or t in c]
+    for _ in range(rng.randint(1, 2)):
+        if spots:
+            i, cls = rng.choice(spots)
+            toks[i] = rng.choice(cls)
+    return " ".join(toks)
 
 
 def _delete_token(rng: random.Random, text: str) -> str:

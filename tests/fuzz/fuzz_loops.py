@@ -7,6 +7,7 @@ the test suite; ``tests/fuzz/run.py`` runs them long.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 from collections.abc import Callable
@@ -19,12 +20,31 @@ from fuzz_queries import GrammarGenerator, corpus, mutate
 Progress = Callable[[int, Tally], None]
 
 
+STOCK = Path(__file__).resolve().parents[2] / "examples" / "stock.csv"
+
+
+def _argv_safe(text: str) -> bool:
+    """Can ``text`` be one command-line argument (no NUL, encodable as the OS encodes argv)?"""
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in text
+
+
 def fuzz_queries(
-    seed: int, cases: int, worker: Worker, *, run_share: float = 0.5, progress: Progress | None = None
+    seed: int,
+    cases: int,
+    worker: Worker,
+    *,
+    run_share: float = 0.5,
+    cli_share: float = 0.02,
+    progress: Progress | None = None,
 ) -> Tally:
     """``cases`` query texts: a third from the grammar, the rest mutations of valid queries
     (the corpus and generated texts that compiled).  Each is compiled; ``run_share`` of those
-    that compile also run over the worker's small stream."""
+    that compile also run over the worker's small stream; ``cli_share`` of the cases go through
+    ``kleene run`` over examples/stock.csv instead (exit 2 with the caret on stderr)."""
     rng = random.Random(seed)
     gen = GrammarGenerator()
     valid = corpus()
@@ -34,6 +54,15 @@ def fuzz_queries(
             text, damages = gen.text(rng), ("grammar",)
         else:
             text, damages = mutate(rng, rng.choice(valid)), ("mutation",)
+        if rng.random() < cli_share and _argv_safe(text):
+            outcome = run_cli([text, "--input", str(STOCK), "--time-column", "time"],
+                              timeout=worker.timeout * 3, memory=worker.memory)
+            if outcome.status in ("hang", "crash") or outcome.type == "MemoryError":
+                outcome = _blame(worker, text, outcome)
+            tally.add(Case("query-cli", "query", damages, text), outcome)
+            if progress is not None:
+                progress(i + 1, tally)
+            continue
         run = rng.random() < run_share
         outcome = worker.ask({"op": "compile", "text": text, "run": run})
         if outcome.status in ("hang", "crash") or outcome.type == "MemoryError":

@@ -175,6 +175,8 @@ def run_case(req: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     warnings.simplefilter("ignore")  # UnseenNameWarning and friends: not failures
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
+    sys.stdout.write('{"status": "ready"}\n')  # imports done: the per-case timeout starts now
+    sys.stdout.flush()
     for line in sys.stdin:
         req = json.loads(line)
         try:

@@ -15,9 +15,11 @@ timeout.  The results of the last long run are in docs/reliability.md
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -36,12 +38,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=20.0, help="seconds per case before it counts as a hang")
     ap.add_argument("--memory", type=int, default=MEMORY_BYTES, help="address-space cap per child, bytes")
     ap.add_argument("--keep", type=Path, help="copy failing files here")
+    ap.add_argument("--failures", type=Path, help="append every new failure here, one JSON line each")
     args = ap.parse_args(argv)
 
     start = time.monotonic()
 
     def progress(label: str, total: int) -> object:
+        seen: set[str] = set()
+
         def show(i: int, tally: Tally) -> None:
+            for sig, items in tally.failures.items():  # say each new cause as soon as it shows
+                if sig not in seen:
+                    seen.add(sig)
+                    case, outcome = items[0]
+                    if args.failures is not None:
+                        with args.failures.open("a") as out:
+                            out.write(json.dumps({"signature": sig, **asdict(case), **asdict(outcome)}) + "\n")
+                    print(f"{label}: NEW FAILURE {sig}: {case.kind} {case.format} {list(case.damages)} "
+                          f"{case.data[:500]!r}\n{outcome.traceback[-3000:] or outcome.message}",
+                          file=sys.stderr, flush=True)
             if i % max(1, total // 20) == 0 or i == total:
                 print(f"{label}: {i}/{total} cases, {tally.new_failures} new failures, "
                       f"{time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)

@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         seen: set[str] = set()
 
         def show(i: int, tally: Tally) -> None:
+            latest[label] = tally
             for sig, items in tally.failures.items():  # say each new cause as soon as it shows
                 if sig not in seen:
                     seen.add(sig)
@@ -63,11 +64,13 @@ def main(argv: list[str] | None = None) -> int:
         return show
 
     failures = 0
+    latest: dict[str, Tally] = {}
     worker = Worker(timeout=args.timeout, memory=args.memory)
     try:
         if args.what in ("queries", "all"):
             t = fuzz_queries(args.seed, args.cases, worker, progress=progress("queries", args.cases))  # type: ignore[arg-type]
             print(f"== queries (seed {args.seed})\n{t.summary()}\n")
+            latest.pop("queries", None)
             failures += t.new_failures
         if args.what in ("files", "all"):
             with tempfile.TemporaryDirectory(prefix="kleene-fuzz-") as tmp:
@@ -77,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
                     progress=progress("files", args.file_cases),  # type: ignore[arg-type]
                 )
             print(f"== files (seed {args.seed})\n{t.summary()}\n")
+            latest.pop("files", None)
+            failures += t.new_failures
+    except KeyboardInterrupt:  # Ctrl-C (SIGINT): report what ran so far
+        for label, t in latest.items():
+            print(f"== {label} (seed {args.seed}, interrupted)\n{t.summary()}\n")
             failures += t.new_failures
     finally:
         worker.close()

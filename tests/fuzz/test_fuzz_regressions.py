@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import kleene
@@ -82,3 +84,35 @@ def test_csv_data_rows_not_utf8_stay_bad_rows(tmp_path: Path) -> None:
     q = kleene.compile("SELECT * WHERE SELL as a ; BUY as b FILTER a[name = 'z']", on_bad_row="skip")
     assert [ce.positions for ce in q.run(path)] == [(2, 3)]
     assert q.bad_rows.reasons == {"invalid UTF-8 in 'name'": 1}
+
+
+# Arrow columns of types kleene does not compare (nested) or reads only in plain layouts (views):
+# a numeric predicate over them raised ArrowNotImplementedError from pyarrow's compute kernels.
+NESTED = {
+    "list": pa.array([[1], [2], [3], [4]]),
+    "struct": pa.array([{"x": 1}] * 4),
+    "map": pa.array([[("a", 1)]] * 4, pa.map_(pa.string(), pa.int64())),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NESTED))
+def test_numeric_predicate_over_a_nested_column_is_a_query_error(kind: str, tmp_path: Path) -> None:
+    events = pa.table({"type": ["SELL", "BUY", "SELL", "BUY"], "price": NESTED[kind]})
+    with pytest.raises(kleene.QueryError, match="'price'"):
+        list(kleene.compile(QUERY).run(events))
+    path = tmp_path / "nested.parquet"
+    pq.write_table(events, path)
+    done = kleene_run(QUERY, "--input", str(path), "--no-progress")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("kleene: query error:") and "Traceback" not in done.stderr
+
+
+def test_string_view_columns_are_read_as_strings() -> None:
+    types = pa.array(["SELL", "BUY", "SELL", "BUY"], pa.string_view())
+    prices = pa.array(["150", "10", "120", "11"], pa.string_view())
+    events = pa.table({"type": types, "price": prices})
+    expected = [(0, 1), (0, 3), (2, 3)]
+    for source in (events, events.to_batches()[0], events.to_reader(), events.to_batches()):
+        assert sorted(ce.positions for ce in kleene.compile(QUERY).run(source)) == expected
+    q = kleene.compile(QUERY)
+    assert sorted(ce.positions for ce in q.push_batch(events)) == expected

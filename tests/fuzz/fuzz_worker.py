@@ -94,8 +94,9 @@ class Foreign(Exception):
 
 
 def _validated(path: str, mode: str) -> pa.RecordBatchReader:
-    """The batches of an Arrow IPC file or stream, each checked with ``validate(full=True)``,
-    as a careful user hands untrusted Arrow data to any library: pyarrow's IPC reader does not
+    """The batches of an Arrow IPC file or stream, each checked with ``validate(full=True)``
+    and its field names with ``schema.names`` (not UTF-8: UnicodeDecodeError, which validate()
+    does not check), as a careful user hands untrusted Arrow data to any library: pyarrow's IPC reader does not
     check offsets or UTF-8 (a corrupt file can give arrays that crash whoever reads them),
     and kleene has no Arrow file reader of its own that could."""
     try:
@@ -105,7 +106,8 @@ def _validated(path: str, mode: str) -> pa.RecordBatchReader:
         else:
             s = pa.ipc.open_stream(path)
             schema, batches = s.schema, iter(s)
-    except (pa.ArrowException, OSError) as exc:
+        schema.names  # noqa: B018 - field names that are not UTF-8 raise here; validate() does not check them
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
         raise Foreign() from exc
 
     def checked() -> Iterator[pa.RecordBatch]:
@@ -115,7 +117,8 @@ def _validated(path: str, mode: str) -> pa.RecordBatchReader:
                 if batch is None:
                     return
                 batch.validate(full=True)
-            except (pa.ArrowException, OSError) as exc:
+                batch.schema.names  # noqa: B018 - as above
+            except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
                 raise Foreign() from exc
             yield batch
 

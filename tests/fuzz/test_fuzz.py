@@ -48,11 +48,11 @@ def test_file_fuzzing(worker: Worker, tmp_path: Path) -> None:
 
 # ------------------------------------------- the harness notices what it must
 def test_worker_sees_a_crash_a_hang_memory_and_a_stray_exception() -> None:
-    w = Worker(timeout=2, memory=MEMORY)
+    w = Worker(timeout=1, memory=MEMORY)
     try:
         crash = w.ask({"op": "selftest", "do": "crash"})
         assert crash.status == "crash" and crash.returncode == -11
-        assert w.ask({"op": "selftest", "do": "hang"}).status == "hang"  # 2 s, then 8 s
+        assert w.ask({"op": "selftest", "do": "hang"}).status == "hang"  # 1 s, then 4 s
         grow = w.ask({"op": "selftest", "do": "grow"})
         assert grow.status == "exception" and grow.type == "MemoryError"
         stray = w.ask({"op": "selftest", "do": "raise"})

@@ -476,6 +476,7 @@ def _survey(
 def _read_csv(
     path: Path, batch_size: int, wanted: frozenset[str] | None, nulls: list[str]
 ) -> Iterator[pa.RecordBatch]:
+    _check_csv_header(path)
     column_types: dict[str, pa.DataType] = {}
     # Arrow names a failing column by its place in the file, included or not.
     include = None if wanted is None else [n for n in _csv_header(path) if n in wanted]
@@ -545,6 +546,29 @@ def _csv_header(path: Path) -> list[str]:
         text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
         delimiter = csv_delimiter(path)
         return next(csv.reader(text, delimiter=delimiter), [])
+
+
+def _check_csv_header(path: Path) -> None:
+    """Refuse a CSV header that is not UTF-8, naming the column.
+
+    Arrow keeps the header's bytes as column names, and reading such a name
+    later fails inside pyarrow with a bare UnicodeDecodeError (found by
+    fuzzing: tests/fuzz).  Bad bytes in the data rows are bad rows instead
+    (:mod:`kleene.io.utf8`).  A file that cannot be read here is left to the
+    reader proper, which reports it.
+    """
+    try:
+        with _open_text_source(path) as raw:
+            text = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
+            header = next(csv.reader(text, delimiter=csv_delimiter(path)), [])
+    except (OSError, EOFError, ValueError, csv.Error, lzma.LZMAError, zlib.error):
+        return
+    for number, name in enumerate(header, 1):
+        if any("\udc80" <= ch <= "\udcff" for ch in name):
+            shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            raise DataError(
+                f"the header of {str(path)!r} is not valid UTF-8: column {number} ({shown!r})"
+            )
 
 
 def _csv_error(path: Path, exc: Exception) -> DataError:

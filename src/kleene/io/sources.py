@@ -62,14 +62,16 @@ def to_batches(
             os.fspath(source), columns=wanted, dictionary=wanted is not None, null_values=null_values
         )
         return
+    # Arrow data in view layouts (string_view, ...) is cast to plain layouts, whatever the
+    # source: few Arrow compute kernels take views (found by fuzzing: tests/fuzz).
     if isinstance(source, pa.RecordBatch):
-        yield source
+        yield plain_layout(source)
         return
     if isinstance(source, pa.Table):
-        yield from source.to_batches()
+        yield from plain_batches(source.to_batches())
         return
     if isinstance(source, pa.RecordBatchReader):
-        yield from source
+        yield from plain_batches(source)
         return
     pd = sys.modules.get("pandas")  # a DataFrame means pandas is imported: never import it here
     if pd is not None and isinstance(source, pd.DataFrame):
@@ -113,9 +115,9 @@ def to_batches(
         # that of one batch, and progress reporting follows the evaluation.
         for item in itertools.chain([first], it):
             if isinstance(item, pa.Table):
-                yield from item.to_batches()
+                yield from plain_batches(item.to_batches())
             else:
-                yield item
+                yield plain_layout(item)
         return
     if _is_frame(first):  # several DataFrames (chunks of one stream), one after the other
         for item in itertools.chain([first], it):

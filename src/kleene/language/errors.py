@@ -28,10 +28,12 @@ class QueryError(KleeneError):
 
     def _render(self) -> str:
         head = f"{self.message} (line {self.line}, column {self.column})"
-        lines = self.source.splitlines()
+        # Lines as the parser counts them: split at "\n" only.  str.splitlines also splits at
+        # \v, \f, \x1c-\x1e, \x85, \u2028 and \u2029, which would show the wrong line.
+        lines = self.source.split("\n")
         if not (1 <= self.line <= len(lines)):
             return head
-        text = lines[self.line - 1]
+        text = lines[self.line - 1].removesuffix("\r")
         caret = " " * (max(self.column, 1) - 1) + "^"
         return f"{head}\n  {text}\n  {caret}"
 

@@ -127,7 +127,7 @@ def _previous_type(exc: UnexpectedInput) -> str | None:
 
 
 def _unterminated(text: str, line: int, column: int) -> str | None:
-    lines = text.splitlines()
+    lines = text.split("\n")  # as the parser counts lines (see QueryError)
     if not 1 <= line <= len(lines):
         return None
     rest = lines[line - 1][column - 1 :]

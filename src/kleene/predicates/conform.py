@@ -351,11 +351,12 @@ def textual(arr: pa.Array | pa.ChunkedArray) -> str | None:
     then rejects a comparison of the column with a number as a query error;
     a column with some numbers is left to the data (its other values are bad rows).
     """
+    t = arr.type.value_type if pa.types.is_dictionary(arr.type) else arr.type
+    if not _is_string(t):  # before pc.unique, which has no kernel for lists, structs, maps
+        return None
     values = pc.unique(arr)
     if pa.types.is_dictionary(values.type):
         values = values.dictionary_decode()
-    if not _is_string(values.type):
-        return None
     trimmed = pc.utf8_trim_whitespace(values.drop_null())
     trimmed = trimmed.filter(pc.not_equal(trimmed, ""))
     if len(trimmed) == 0:

@@ -7,13 +7,17 @@ grows, so that it stops early:
 * ``max_states``: states of the automaton while it is built (the CEA and its products for
   AND, ALL, UNLESS; transitions at most :data:`TRANSITIONS_PER_STATE` times as many), and
   states of its lazy determinization as events reach them;
-* ``max_runs``: runs alive at once (a tECS engine counts its partitions, each holding the
-  runs of one key; the register engine counts its runs);
+* ``max_runs``: runs alive at once (the tECS engine counts its partitions, each holding the
+  runs of one key; the register engine does not check it yet);
 * ``max_matches``: complex events completed by one event (the output of ``A ; B+ ; C`` over a
   wide window grows exponentially with the window); ``LIMIT n`` below it cuts silently, as
   the query asked;
 * ``max_memory``: the resident memory of the process, looked at per batch, per
-  :data:`CHECK_EVERY` complex events and by the reorder buffer of ``max_delay``.
+  :data:`CHECK_EVERY` complex events (by the tECS engine) and by the reorder buffer of
+  ``max_delay``.
+
+The register engine (conditions between events) checks only ``max_memory``, per batch (by the
+session) and through the reorder buffer; the CLI turns a ``MemoryError`` into a message (exit 2).
 
 docs/reliability.md ("Limits and memory") lists them with their defaults and tests.
 """

@@ -209,6 +209,22 @@ def test_the_reorder_buffer_stops_at_max_memory() -> None:
     assert "--max-memory SIZE" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM S WHERE SELL as a ; BUY as b WITHIN 5 EVENTS",
+        "SELECT * FROM S WHERE SELL as a ; BUY as b FILTER b[price > a.price] WITHIN 5 EVENTS",
+    ],
+    ids=["tecs", "registers"],
+)
+def test_every_engine_looks_at_max_memory_per_batch(query: str) -> None:
+    events = sells_and_buys(100)
+    q = kleene.compile(query, max_memory="1MB")  # less than any Python process holds
+    with pytest.raises(LimitError, match="at input position 0, past the limit max_memory = 1 MiB"):
+        list(q.matches(events))
+    assert list(kleene.compile(query).matches(events))
+
+
 def test_limits_are_options_and_checked() -> None:
     options = kleene.InputOptions(max_states=7, max_runs=8, max_matches=9, max_memory="1GB")
     assert options.limits == Limits(7, 8, 9, 1 << 30)

@@ -164,8 +164,9 @@ class ReorderBuffer:
 
     def _over(self, limit: int) -> bool:
         """The rows held, or the whole process, passed ``limit`` bytes (the held rows are what
-        grows with ``max_delay``; the process's resident memory counts the rest)."""
-        if self.held > limit:
+        grows with ``max_delay``; the process's resident memory counts the rest).  The rows
+        count three times: each push concatenates and sorts them, two more copies for a while."""
+        if 3 * self.held > limit:
             return True
         now = resident_bytes()
         return now is not None and now > limit

@@ -21,6 +21,7 @@ from kleene.io.sources import to_batches
 from kleene.language.errors import (
     DataError,
     KleeneError,
+    LimitError,
     QueryError,
     UnseenNameError,
     UnseenNameWarning,
@@ -35,6 +36,7 @@ __all__ = [
     "DataError",
     "InputOptions",
     "KleeneError",
+    "LimitError",
     "Match",
     "MatchBatch",
     "Query",

@@ -19,6 +19,7 @@ from kleene.io.badrows import BadRowPolicy
 from kleene.io.reorder import ReorderBuffer
 from kleene.language.errors import KleeneError
 from kleene.language.parser import parse_duration
+from kleene.limits import Limits
 
 
 class OptionKeywords(TypedDict, total=False):
@@ -34,6 +35,10 @@ class OptionKeywords(TypedDict, total=False):
     null_values: Sequence[str]
     sort: bool
     sort_memory: str | int | None
+    max_states: int | None
+    max_runs: int | None
+    max_matches: int | None
+    max_memory: str | int | None
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,10 @@ class InputOptions:
     ``sort``: the whole input is held in memory and evaluated in (time,
     arrival) order (needs ``time_column``), up to ``sort_memory`` bytes of
     Arrow data (``"4GB"``, or an int; default: half the machine's memory).
+    ``max_states``, ``max_runs``, ``max_matches`` and ``max_memory`` (``"4GB"`` or an int)
+    bound the automaton, the live runs, the complex events of one event and the process's
+    memory (:mod:`kleene.limits`; None: the default); passing one stops the run with a
+    :class:`~kleene.language.errors.LimitError`.
     """
 
     type_column: str = "type"
@@ -69,6 +78,10 @@ class InputOptions:
     null_values: tuple[str, ...] = ()
     sort: bool = False
     sort_memory: str | int | None = None
+    max_states: int | None = None
+    max_runs: int | None = None
+    max_matches: int | None = None
+    max_memory: str | int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.null_values, str):
@@ -87,6 +100,22 @@ class InputOptions:
                 )
         if self.sort_memory is not None:
             parse_size(self.sort_memory)
+        _ = self.limits  # a bad limit is reported here, once
+
+    @property
+    def limits(self) -> Limits:
+        """The limits of a run (:mod:`kleene.limits`), defaults where none was given."""
+        given = {
+            name: value
+            for name, value in (
+                ("max_states", self.max_states),
+                ("max_runs", self.max_runs),
+                ("max_matches", self.max_matches),
+            )
+            if value is not None
+        }
+        memory = 0 if self.max_memory is None else parse_size(self.max_memory, "max_memory")
+        return Limits(**given, max_memory=memory)
 
     @classmethod
     def given(cls, base: InputOptions | None = None, **options: Any) -> InputOptions:
@@ -112,7 +141,10 @@ class InputOptions:
         delay = self.delay_nanos
         if delay is None:
             return None
-        return ReorderBuffer(self.time_column or "", self.time_unit, delay, self.max_delay)
+        return ReorderBuffer(
+            self.time_column or "", self.time_unit, delay, self.max_delay,
+            hold_memory=self.limits.max_memory,
+        )
 
     def policy(self) -> BadRowPolicy:
         """The bad-row policy a new run reports to: the one given, or a fresh one of that mode."""
@@ -130,11 +162,11 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def parse_size(size: str | int) -> int:
+def parse_size(size: str | int, name: str = "sort_memory") -> int:
     """Bytes from ``4GB``, ``512 MiB``, ``1.5g`` or an int (binary units: 1 GB = 2**30 bytes)."""
     if isinstance(size, int) and not isinstance(size, bool):
         if size < 1:
-            raise KleeneError(f"sort_memory must be at least 1 byte, not {size}")
+            raise KleeneError(f"{name} must be at least 1 byte, not {size}")
         return size
     match = _SIZE.match(str(size))
     if match is None:
@@ -144,7 +176,7 @@ def parse_size(size: str | int) -> int:
         unit = ""
     value = int(float(match.group(1)) * _UNITS[unit])
     if value < 1:
-        raise KleeneError(f"sort_memory must be at least 1 byte, not {size!r}")
+        raise KleeneError(f"{name} must be at least 1 byte, not {size!r}")
     return value
 
 

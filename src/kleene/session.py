@@ -200,6 +200,7 @@ class Session(OrderedFeed):
     def __init__(self, plan: Plan, policy: BadRowPolicy | None = None) -> None:
         self.plan = plan
         self.engine: BatchEngine = plan.build_engine()
+        self.limits = plan.options.limits  # the register engine's memory is looked at here
         options = plan.options
         self.policy = options.policy() if policy is None else policy
         self.next_row = 0
@@ -321,6 +322,8 @@ class Session(OrderedFeed):
                 bits = bits[keep]
         if batch.num_rows == 0:
             return []
+        if q.srt is not None:  # the tECS engine looks itself
+            self.limits.check_memory(f"at input position {int(positions[0])}")
         keys = self._keys(batch)
         if bits is None:
             bits = q.predicates.evaluate(batch)

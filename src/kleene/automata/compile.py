@@ -14,10 +14,15 @@ fresh state of ``ψ+`` gets a TRUE/∅ self-loop, exactly like the initial state
 of the right operand of ``;`` (iterations are not contiguous); and the ◦ case
 reads ``L ∩ proj = ∅``.  CORE's contiguous operators ``:`` and ``:+`` are the
 same constructions without those self-loops.
+
+Size: a little over 500 lines: one construction per operator of the language, read together
+(they share the fragment invariants), plus the limit checks of :mod:`kleene.limits` as the
+products grow.
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -26,6 +31,7 @@ from kleene.automata.cea import CEA, Transition
 from kleene.automata.unroll import unroll
 from kleene.language import ast
 from kleene.language.variables import nullable
+from kleene.limits import Limits
 from kleene.predicates.atoms import Atoms
 
 
@@ -97,17 +103,26 @@ class _Fragment:
 
 
 class _Builder:
-    def __init__(self, atoms: Atoms) -> None:
+    def __init__(self, atoms: Atoms, limits: Limits | None = None) -> None:
         self.atoms = atoms
         self.count = 0
+        self.limits = limits or Limits()
 
     def state(self) -> int:
         self.count += 1
+        if self.count > self.limits.max_states:
+            raise self.limits.states_error("the automaton under construction", self.count)
         return self.count - 1
+
+    def grew(self, transitions: int) -> None:
+        """Stop a construction whose transitions passed the limit (checked as products grow)."""
+        self.limits.check_states("the automaton under construction", self.count, transitions)
 
     def build(self, p: ast.Pattern) -> _Fragment:
         method: Callable[[ast.Pattern], _Fragment] = getattr(self, "_" + type(p).__name__)
-        return method(p)
+        frag = method(p)
+        self.grew(len(frag.transitions))
+        return frag
 
     def _EventType(self, p: ast.EventType) -> _Fragment:  # noqa: N802 (dispatch on class name)
         q1, q2 = self.state(), self.state()
@@ -209,6 +224,7 @@ class _Builder:
                     if bool(ta.labels) != bool(tb.labels) or mask & neg:
                         continue
                     ts.append(_VT(source, mask, ta.labels | tb.labels, pair((ta.target, tb.target)), neg))
+            self.grew(len(ts))
         finals = frozenset(i for (x, y), i in pair.ids.items() if x in a.finals and y in b.finals)
         return _Fragment(tuple(ts), initial, finals)
 
@@ -254,6 +270,7 @@ class _Builder:
                         continue
                     labels = (ta.labels if ta else frozenset()) | (tb.labels if tb else frozenset())
                     ts.append(_VT(source, mask, labels, pair((nx, ny)), neg))
+            self.grew(len(ts))
         finals = frozenset(i for key, i in pair.ids.items() if key == (after, after))
         return _Fragment(tuple(ts), frozenset({start}), finals)
 
@@ -302,6 +319,7 @@ class _Builder:
                     nxt = advance(subset, value)
                     if nxt is not None:
                         ts.append(_VT(source, mask, t.labels, pair((t.target, nxt)), neg))
+            self.grew(len(ts))
         finals = frozenset(i for (q, _), i in pair.ids.items() if q in a.finals)
         return _Fragment(tuple(ts), initial, finals)
 
@@ -343,14 +361,16 @@ def compile_pattern(
     projection: frozenset[str] | None = None,
     *,
     strict: bool = False,
+    limits: Limits | None = None,
 ) -> CEA:
     """Compile a CEL pattern to a CEA.
 
     ``projection`` is the set of SELECTed variables (``None`` for ``*``): an
     event is marked iff it is bound to one of them.  ``strict`` keeps only
-    runs whose events are contiguous (``SELECT STRICT``).
+    runs whose events are contiguous (``SELECT STRICT``).  A construction
+    passing ``limits.max_states`` stops with a LimitError (:mod:`kleene.limits`).
     """
-    return compile_labelled(pattern, atoms, projection, strict=strict)[0]
+    return compile_labelled(pattern, atoms, projection, strict=strict, limits=limits)[0]
 
 
 Labels = dict[Transition, frozenset[bool]]
@@ -365,6 +385,7 @@ def compile_labelled(
     *,
     strict: bool = False,
     project: frozenset[str] | None = None,
+    limits: Limits | None = None,
 ) -> tuple[CEA, Labels]:
     """:func:`compile_pattern`, plus which marked transitions bind a variable of ``project``.
 
@@ -372,7 +393,7 @@ def compile_labelled(
     ``SELECT *`` (``projection=None``); the labels then say which positions
     of a chosen match the projection ``project`` keeps (runtime/projection.py).
     """
-    cea, labels, _ = _compile(pattern, atoms, projection, strict, project)
+    cea, labels, _ = _compile(pattern, atoms, projection, strict, project, limits)
     return cea, labels
 
 
@@ -399,15 +420,26 @@ def _compile(
     projection: frozenset[str] | None,
     strict: bool,
     project: frozenset[str] | None,
+    limits: Limits | None = None,
 ) -> tuple[CEA, Labels, Variables]:
-    builder = _Builder(atoms)
-    frag = builder.build(pattern)
+    builder = _Builder(atoms, limits)
+    # The construction makes many small objects and frees none: the cyclic garbage
+    # collector would scan them again and again (a large product took 2.7x as long).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        frag = builder.build(pattern)
+    finally:
+        if collecting:
+            gc.enable()
     q0 = builder.state()
     vts = list(frag.transitions)
     vts.extend(t.moved(q0, t.target) for t in frag.transitions if t.source in frag.initial)
+    builder.grew(len(vts))
     finals_in = set(frag.finals)
     if strict:
         vts, q0, finals_in = _strict(vts, q0, finals_in)
+        builder.grew(len(vts))
 
     def marked(labels: frozenset[str]) -> bool:
         return bool(labels) if projection is None else bool(labels & projection)

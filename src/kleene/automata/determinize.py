@@ -13,6 +13,7 @@ and cached.
 from __future__ import annotations
 
 from kleene.automata.cea import CEA
+from kleene.limits import Limits
 
 DEAD = -1
 """The empty subset: no transition."""
@@ -22,11 +23,15 @@ class LazyDFA:
     """The I/O-determinized CEA, built as the stream needs it.
 
     States are small integers; state 0 is ``{q0}``.  ``step(s, v)`` returns
-    ``(marked, unmarked)`` successor ids (``DEAD`` for none).
+    ``(marked, unmarked)`` successor ids (``DEAD`` for none).  Passing ``limits.max_states``
+    subsets stops the run with a LimitError (:mod:`kleene.limits`): the subsets an input
+    reaches may be exponentially many.
     """
 
-    def __init__(self, cea: CEA) -> None:
+    def __init__(self, cea: CEA, limits: Limits | None = None) -> None:
         self.cea = cea
+        self.limits = limits or Limits()
+        self.max_states = self.limits.max_states
         self._out = cea.outgoing()
         self.subsets: list[frozenset[int]] = []
         self.final: list[bool] = []
@@ -40,6 +45,8 @@ class LazyDFA:
         sid = self._ids.get(subset)
         if sid is None:
             sid = len(self.subsets)
+            if sid >= self.max_states:
+                raise self.limits.states_error("the determinized automaton", sid + 1)
             self._ids[subset] = sid
             self.subsets.append(subset)
             self.final.append(bool(subset & self.cea.finals))

@@ -22,7 +22,9 @@ Spark commands import them when they run (the ``spark`` extra).
 Exit codes are part of the interface, so that scripts can tell a mistake in
 the query (2: fix the query; the message shows a caret under the offending
 text) from a problem with the data (3: fix or filter the input, or rerun with
-``--on-bad-row skip``) from anything else (1).  Results go to stdout (or
+``--on-bad-row skip``) from anything else (1).  A limit reached (``--max-states``,
+``--max-runs``, ``--max-matches``, ``--max-memory``: :mod:`kleene.limits`) is 2 too: narrow the
+query or raise the limit the message names.  Results go to stdout (or
 ``--output``), everything for humans goes to stderr, so piping the output
 into another tool is always safe.  With ``--output``, results are written to
 a temporary file that replaces OUT only when the run succeeds: a failed run
@@ -61,7 +63,7 @@ from kleene.cli.explain import add_explain_parser
 from kleene.cli.plot import add_plot_parser
 from kleene.cli.run import add_run_parser
 from kleene.cli.stream import add_stream_parser
-from kleene.language.errors import DataError, QueryError
+from kleene.language.errors import DataError, LimitError, QueryError
 
 __all__ = ["build_parser", "main"]
 
@@ -147,6 +149,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DataError as exc:
         print(f"kleene: input error: {exc}", file=stderr)
         return EXIT_DATA
+    except LimitError as exc:  # a limit of kleene.limits: raise it or narrow the query
+        print(f"kleene: limit reached: {exc}", file=stderr)
+        return EXIT_QUERY
+    except MemoryError:  # past every limit of kleene.limits, yet the allocator said no
+        print(
+            "kleene: out of memory: this process may use less memory than kleene's limit "
+            "--max-memory assumed; set --max-memory below what it may use",
+            file=stderr,
+        )
+        return EXIT_QUERY
     except KeyboardInterrupt:
         print("kleene: interrupted", file=stderr)
         return EXIT_INTERRUPTED

@@ -40,6 +40,12 @@ from kleene.io.readers import cheap_columns, count_rows, read_batches
 from kleene.io.writers import output_format
 from kleene.language.errors import DataError, KleeneError, UnseenNameWarning
 from kleene.language.parser import parse
+from kleene.limits import (
+    DEFAULT_MAX_MATCHES,
+    DEFAULT_MAX_RUNS,
+    DEFAULT_MAX_STATES,
+    TRANSITIONS_PER_STATE,
+)
 from kleene.options import InputOptions, parse_size
 
 
@@ -118,6 +124,7 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
         help="the most memory --sort may hold, as Arrow data (e.g. 4GB, 512MB; default: half "
         "the machine's memory); a larger input stops with an error (exit 1)",
     )
+    add_limit_arguments(run)
     run.add_argument(
         "--null-values",
         type=_tokens,
@@ -170,6 +177,37 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
     return run
 
 
+def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--max-states``, ``--max-runs``, ``--max-matches``, ``--max-memory`` (kleene.limits):
+    passing one stops the run with an error naming it (exit 2)."""
+    parser.add_argument(
+        "--max-states", type=_positive_int, metavar="N",
+        help=f"most states of the query's automaton, built or determinized (default: "
+        f"{DEFAULT_MAX_STATES:,}; transitions at most {TRANSITIONS_PER_STATE} times as many)",
+    )
+    parser.add_argument(
+        "--max-runs", type=_positive_int, metavar="N",
+        help=f"most runs alive at once (partitions for the tECS engine; default: {DEFAULT_MAX_RUNS:,})",
+    )
+    parser.add_argument(
+        "--max-matches", type=_positive_int, metavar="N",
+        help=f"most complex events one event may complete (default: {DEFAULT_MAX_MATCHES:,}); "
+        "LIMIT n in the query keeps the first n instead",
+    )
+    parser.add_argument(
+        "--max-memory", type=_memory, metavar="SIZE",
+        help="most resident memory of the run, e.g. 4GB (default: three quarters of the "
+        "machine's memory); also bounds the events --max-delay holds back",
+    )
+
+
+def _memory(text: str) -> int:
+    try:
+        return parse_size(text, "--max-memory")
+    except KleeneError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _size(text: str) -> int:
     try:
         return parse_size(text)
@@ -215,6 +253,10 @@ def compile_queries(
         null_values=args.null_values,
         sort=args.sort,
         sort_memory=args.sort_memory,
+        max_states=args.max_states,
+        max_runs=args.max_runs,
+        max_matches=args.max_matches,
+        max_memory=args.max_memory,
     )
     if len(texts) == 1:
         program = parse(texts[0][1])  # parsed once: lark's parse is a part of every start

@@ -82,6 +82,11 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         time_column=args.time_column,
         time_unit=time_unit,
         stream_column=args.stream_column,
+        # The limits travel with the options to each task's engine (kleene.limits).
+        max_states=getattr(args, "max_states", None),
+        max_runs=getattr(args, "max_runs", None),
+        max_matches=getattr(args, "max_matches", None),
+        max_memory=getattr(args, "max_memory", None),
     )
     precheck(query, peeked)
     if getattr(args, "strict_types", False):

@@ -15,7 +15,8 @@ import numpy as np
 import pyarrow as pa
 
 from kleene.io.timecol import to_nanos
-from kleene.language.errors import DataError, KleeneError
+from kleene.language.errors import DataError, KleeneError, LimitError
+from kleene.limits import resident_bytes
 
 _ROW = "__kleene_row"
 _TIME = "__kleene_time"
@@ -64,6 +65,7 @@ class ReorderBuffer:
         said: str | None = None,
         *,
         sort_memory: int | None = None,
+        hold_memory: int | None = None,
     ) -> None:
         self.time_column = time_column
         self.time_unit = time_unit
@@ -73,6 +75,8 @@ class ReorderBuffer:
         """``max_delay`` as the user wrote it, for messages (``"2 seconds"``, not nanoseconds)."""
         self.sort_memory = sort_memory
         """With ``max_delay`` None: the most bytes of Arrow data held (the limit of ``sort``)."""
+        self.hold_memory = hold_memory
+        """With ``max_delay``: the most bytes of Arrow data held back (``max_memory``)."""
         self.held = 0
         self.parts: list[pa.Table] = []
         self.next_input = 0
@@ -121,6 +125,16 @@ class ReorderBuffer:
                     f"row {self.next_input - 1}: sort the file beforehand, raise --sort-memory, "
                     "or, if it is nearly in time order, use --max-delay instead of --sort"
                 )
+            if self.hold_memory is not None and self._over(self.hold_memory):
+                raise LimitError(
+                    f"holding back {self.pending.num_rows if self.pending is not None else 0:,} "
+                    f"events for max_delay = {self.said} (--max-delay), kleene's process passed "
+                    f"the limit max_memory = {_size(self.hold_memory)} at input row "
+                    f"{self.next_input - 1}: lower --max-delay to the disorder the input really "
+                    "has, sort the input beforehand (--sort), or raise the limit with "
+                    "--max-memory SIZE (max_memory= in Python)",
+                    "max_memory", self.hold_memory,
+                )
         if self.max_delay is None:
             if not final or not self.parts:
                 return []  # sorting: everything waits for the end
@@ -147,6 +161,15 @@ class ReorderBuffer:
             parts.append((part, input_rows[:m]))
             input_rows = input_rows[m:]
         return parts
+
+    def _over(self, limit: int) -> bool:
+        """The rows held, or the whole process, passed ``limit`` bytes (the held rows are what
+        grows with ``max_delay``; the process's resident memory counts the rest).  The rows
+        count three times: each push concatenates and sorts them, two more copies for a while."""
+        if 3 * self.held > limit:
+            return True
+        now = resident_bytes()
+        return now is not None and now > limit
 
     def _late(
         self, batch: pa.RecordBatch, rows: np.ndarray, times: np.ndarray, keep: np.ndarray,

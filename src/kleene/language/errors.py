@@ -77,3 +77,17 @@ class UnseenNameWarning(UserWarning):
     Without it a misspelled type (``DPE`` for ``DEP``) would give no complex
     events and no word; the message lists the names seen and the nearest one.
     """
+
+
+class LimitError(KleeneError):
+    """A query or a run passed one of kleene's limits (docs/reliability.md, "Limits and memory").
+
+    Raised instead of growing until the machine runs out of memory: ``limit`` is the option
+    that was passed (``"max_states"``, ``"max_matches"``, ``"max_memory"``, ...), ``value`` its
+    value, and the message says what reached it and how to raise it (exit 2 in the CLI).
+    """
+
+    def __init__(self, message: str, limit: str, value: int) -> None:
+        self.limit = limit
+        self.value = value
+        super().__init__(message)

@@ -128,11 +128,12 @@ class Plan:
         if self.labels is not None:  # a fresh projector: it keeps this engine's events
             projector = Projector(self.cea, self.labels)
         return Engine(
-            LazyDFA(self.cea),
+            LazyDFA(self.cea, self.options.limits),
             self.settings,
             skip_inert=self.tuning.skip_inert,
             lookahead=self.tuning.lookahead,
             projector=projector,
+            limits=self.options.limits,
         )
 
     def requirements_for(self, schema: pa.Schema) -> dict[str, Requirement]:

@@ -95,10 +95,13 @@ def plan_query(
         check_width(atoms, query, text)
         try:
             if whole_match:
-                cea, labels = compile_labelled(where, atoms, None, project=projection)
+                cea, labels = compile_labelled(
+                    where, atoms, None, project=projection, limits=options.limits
+                )
             else:
                 cea = compile_pattern(
-                    where, atoms, projection, strict=query.select.strategy == "STRICT"
+                    where, atoms, projection, strict=query.select.strategy == "STRICT",
+                    limits=options.limits,
                 )
         except ValueError as err:  # a construct too large to compile (see compile.py)
             span = query.where.span

@@ -12,7 +12,8 @@ dense), partition keys are built as tuples in C, and the skip tables, the window
 step counter and the comparison of an evaluator's states with those last reported are C
 lookups and comparisons.
 
-**What it takes.**  Every strategy (ALL, STRICT, NEXT, LAST, MAX), CONSUME BY and LIMIT, with or
+**What it takes.**  Every strategy (ALL, STRICT, NEXT, LAST, MAX), CONSUME BY and LIMIT (and the
+limits ``max_matches``, ``max_runs`` and ``max_memory`` of :mod:`kleene.limits`), with or
 without PARTITION BY, into a list or a :class:`~kleene.runtime.enumeration.Columns`; positions
 as int64 and times as int64 or float64 (or none).  It declines, before doing anything, a
 projector (NEXT/LAST/MAX with a projection) and other array types: :func:`steps` returns False
@@ -172,6 +173,11 @@ cdef int _run(object engine, object plan, object positions, object times, list c
     settings = engine.settings
     window = settings.window
     cdef long long limit = settings.limit if settings.limit is not None else UNLIMITED
+    limits = engine.limits
+    cdef long long cap = limits.max_matches
+    cdef long long room = limit if limit <= cap else cap + 1  # see Engine.loop
+    cdef Py_ssize_t max_runs = limits.max_runs
+    cdef long long produced = engine.produced, check_at = engine.check_at
     cdef bint consuming = settings.consume != "NONE"
     cdef bint nxt = settings.strategy == "NEXT"
     cdef bint selecting = settings.strategy == "LAST" or (
@@ -255,6 +261,8 @@ cdef int _run(object engine, object plan, object positions, object times, list c
                     continue
                 hit = PyDict_GetItem(partitions, key)
                 if hit == NULL:
+                    if PyDict_Size(partitions) >= max_runs:
+                        raise limits.runs_error(PyDict_Size(partitions) + 1, "partitions holding runs")
                     ev = new_evaluator()
                     PyDict_SetItem(partitions, key, ev)
                 else:
@@ -296,16 +304,23 @@ cdef int _run(object engine, object plan, object positions, object times, list c
                     out.extend([(start, pos, found_positions, key) for start, found_positions in outputs])
                     found = len(outputs)
                 elif selecting:
-                    found = engine._select(outputs, tau, out, limit, pos, key)
+                    found = engine._select(outputs, tau, out, room, pos, key)
                 else:
                     found = 0
                     for node in outputs:
                         if out_is_list or node[0] == FILTER:
-                            found += enumerate_node(node, tau, out, limit - found, pos, key)
+                            found += enumerate_node(node, tau, out, room - found, pos, key)
                         else:
-                            found += add_node(node, tau, limit - found, pos, key)
-                        if found >= limit:
+                            found += add_node(node, tau, room - found, pos, key)
+                        if found >= room:
                             break
+                if found > cap:
+                    raise limits.matches_error(pos)
+                produced += found
+                if produced >= check_at:
+                    engine.produced = produced
+                    engine.checkpoint(pos)
+                    check_at = engine.check_at
                 if found and consuming:
                     engine._consume(ev)
             j += 1
@@ -331,4 +346,5 @@ cdef int _run(object engine, object plan, object positions, object times, list c
     finally:
         engine.steps = nsteps
         engine.tau = best
+        engine.produced = produced
     return 0

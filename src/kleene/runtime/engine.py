@@ -46,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 
 from kleene.automata.determinize import LazyDFA
+from kleene.limits import CHECK_EVERY, Limits
 from kleene.native import load
 from kleene.runtime.contract import FoundSink
 from kleene.runtime.enumeration import Found, enumerate_node
@@ -92,9 +93,15 @@ class Engine:
         skip_inert: bool = True,
         lookahead: bool = True,
         projector: Projector | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.dfa = dfa
         self.settings = settings
+        self.limits = limits or dfa.limits
+        """``max_matches`` per event, ``max_runs`` partitions, ``max_memory`` (kleene.limits)."""
+        self.produced = 0
+        """Complex events output so far; the memory is looked at every CHECK_EVERY of them."""
+        self.check_at = CHECK_EVERY
         self.projector = projector
         """Projects the matches a strategy chose (NEXT/LAST/MAX with a projection; ``dfa`` is then
         the automaton of ``SELECT *``)."""
@@ -157,6 +164,7 @@ class Engine:
         n = len(positions)
         if n == 0:
             return
+        self.limits.check_memory(f"at input position {int(positions[0])}")
         window = self.settings.window
         bits = np.asarray(bits, dtype=np.uint64)
         pos_arr = np.asarray(positions)
@@ -236,6 +244,10 @@ class Engine:
         settings = self.settings
         window = settings.window
         limit = settings.limit if settings.limit is not None else UNLIMITED
+        cap = self.limits.max_matches
+        # LIMIT at or below max_matches cuts silently, as asked; else one complex event past
+        # max_matches is enumerated, and stops the run.
+        room = limit if limit <= cap else cap + 1
         consume = settings.consume
         nxt = settings.strategy == "NEXT"
         selecting = settings.strategy == "LAST" or (
@@ -322,6 +334,8 @@ class Engine:
                     continue
                 ev = partitions.get(key)  # type: ignore[assignment]
                 if ev is None:
+                    if len(partitions) >= self.limits.max_runs:
+                        raise self.limits.runs_error(len(partitions) + 1, "partitions holding runs")
                     ev = partitions[key] = self._new()
                 table = skip_tables.get(ev.active_key)
                 if table is None:
@@ -342,15 +356,20 @@ class Engine:
                     out.extend((start, pos, found_positions, key) for start, found_positions in outputs)
                     found = len(outputs)
                 elif selecting:
-                    found = self._select(outputs, tau, out, limit, pos, key)
+                    found = self._select(outputs, tau, out, room, pos, key)
                 else:
                     found = 0
                     # Several matches may project to one complex event: project them all.
-                    room = limit if projector is None else UNLIMITED
+                    most = room if projector is None else cap + 1
                     for node in outputs:
-                        found += enumerate_node(node, tau, out, room - found, pos, key)
-                        if found >= room:
+                        found += enumerate_node(node, tau, out, most - found, pos, key)
+                        if found >= most:
                             break
+                if found > cap:
+                    raise self.limits.matches_error(pos)
+                self.produced += found
+                if self.produced >= self.check_at:
+                    self.checkpoint(pos)
                 if projector is not None and found:
                     assert isinstance(out, list)  # run_batch gives the projector a list
                     out[mark:] = projector.apply(out[mark:], limit)
@@ -373,6 +392,13 @@ class Engine:
                     if todo is not None:
                         k = bisect.bisect_left(todo, j)
                     provide(active, k)
+
+    def checkpoint(self, pos: int) -> None:
+        """Every CHECK_EVERY complex events: stop when the memory passed ``max_memory``."""
+        self.check_at = self.produced + CHECK_EVERY
+        self.limits.check_memory(
+            f"after {self.produced:,} complex events (at input position {pos})"
+        )
 
     def _consume(self, ev: Evaluator | NxtEvaluator | MaxEvaluator) -> None:
         """CONSUME BY after ``ev`` output: ANY discards every partial match, PARTITION ``ev``'s."""

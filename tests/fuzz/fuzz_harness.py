@@ -1,4 +1,4 @@
-"""Run fuzz cases in capped child processes and sort the outcomes: fine, known, or a failure.
+"""Run fuzz cases in capped child processes and sort the outcomes: fine or a failure.
 
 Two ways in, as a user meets kleene:
 
@@ -11,11 +11,8 @@ Two ways in, as a user meets kleene:
   would: 0, or 2/3 with a ``kleene`` message and no traceback.
 
 Every child runs under ``RLIMIT_AS`` (:data:`MEMORY_BYTES`) and a timeout, so
-a memory explosion ends in that child, never on the machine.
-
-:data:`KNOWN_ISSUE_16` is the one allow-list: failures issue 16 already names,
-which another change fixes.  A failure that matches an entry is counted as
-"known", not as new; once those fixes are merged the list is to be emptied.
+a memory explosion ends in that child, never on the machine.  There is no
+allow-list: every outcome that is not fine is a failure.
 """
 
 from __future__ import annotations
@@ -88,79 +85,8 @@ class Case:
     data: str
 
 
-@dataclass(frozen=True)
-class Known:
-    """A failure issue 16 already lists; ``matches`` recognises it from the case and outcome."""
-
-    name: str
-    cite: str
-    matches: Callable[[Case, Outcome], bool]
-
-
 LIMITS = "limits: parses, then compilation or run hangs or runs out of memory"
 """The type :func:`fuzz_loops.fuzz_queries` gives a hang, crash or MemoryError of a text that parses."""
-
-
-def _text(o: Outcome) -> str:
-    return f"{o.type}\n{o.message}\n{o.traceback}"
-
-
-KNOWN_ISSUE_16: tuple[Known, ...] = (
-    Known(
-        "jsonl-deep-nesting",
-        "issue 16, 'a crash': a JSON Lines value nested 10,000 deep is SIGSEGV; depths 1,000-8,000 "
-        "raise RecursionError in the writer",
-        lambda c, o: c.format.startswith(("jsonl", "json"))
-        and (o.status == "crash" or "RecursionError" in _text(o)),
-    ),
-    Known(
-        "query-deep-nesting",
-        "issue 16, 'tracebacks instead of kleene's errors': queries nested about 490 deep",
-        lambda c, o: c.kind.startswith("query") and "RecursionError" in _text(o),
-    ),
-    Known(
-        "huge-number",
-        "issue 16, 'tracebacks instead of kleene's errors': numbers over 4,300 digits",
-        lambda c, o: "4300 digits" in _text(o) or "integer string conversion" in _text(o),
-    ),
-    Known(
-        "within-overflow",
-        "issue 16, 'tracebacks instead of kleene's errors': a 20-digit WITHIN ... EVENTS "
-        "(OverflowError in the compiled step)",
-        lambda c, o: c.kind.startswith("query") and o.type == "OverflowError",
-    ),
-    Known(
-        "no-limits",
-        "issue 16, 'no limits' (item 5): e.g. 8 `(A ; B)` joined by ALL compile for 60 s to 3.1 GB",
-        lambda c, o: c.kind.startswith("query") and o.type == LIMITS,
-    ),
-    Known(
-        "jsonl-non-utf8",
-        "issue 16, 'tracebacks instead of kleene's errors': non-UTF-8 JSON Lines",
-        lambda c, o: c.format.startswith(("jsonl", "json")) and "UnicodeDecodeError" in _text(o),
-    ),
-    Known(
-        "parquet-corrupt-pages",
-        "issue 16, 'tracebacks instead of kleene's errors': corrupt Parquet pages (75 of 300)",
-        lambda c, o: c.format.startswith("parquet") and o.status == "exception",
-    ),
-    Known(
-        "gz-truncated",
-        "issue 16, 'tracebacks instead of kleene's errors': truncated .gz (and other damaged gzip "
-        "data: the same decompression error reaches the user the same way)",
-        lambda c, o: c.format.endswith(".gz")
-        and bool(re.search(r"EOFError|BadGzipFile|zlib\.error|Not a gzipped file|CRC check failed"
-                           r"|Incorrect length of data produced|[Tt]runcated compressed stream"
-                           r"|zlib inflate failed|end-of-stream marker", _text(o))),
-    ),
-)
-
-
-def known(case: Case, outcome: Outcome) -> Known | None:
-    for k in KNOWN_ISSUE_16:
-        if k.matches(case, outcome):
-            return k
-    return None
 
 
 # ------------------------------------------------------------------ worker
@@ -274,19 +200,14 @@ def judge_cli(rc: int, stderr: str) -> Outcome:
 # ------------------------------------------------------------------ report
 @dataclass
 class Tally:
-    """Counts per (case kind, status), known failures by name, new failures by signature."""
+    """Counts per (case kind, status), and the failures by signature."""
 
     cases: Counter[str] = field(default_factory=Counter)
-    known: Counter[str] = field(default_factory=Counter)
     failures: dict[str, list[tuple[Case, Outcome]]] = field(default_factory=dict)
 
     def add(self, case: Case, outcome: Outcome) -> None:
         self.cases[f"{case.kind} {outcome.status}"] += 1
         if outcome.fine:
-            return
-        k = known(case, outcome)
-        if k is not None:
-            self.known[k.name] += 1
             return
         self.failures.setdefault(outcome.signature(), []).append((case, outcome))
 
@@ -301,8 +222,6 @@ class Tally:
     def summary(self) -> str:
         out = [f"cases: {self.total}"]
         out += [f"  {k}: {v}" for k, v in sorted(self.cases.items())]
-        out.append(f"known failures (KNOWN_ISSUE_16): {sum(self.known.values())}")
-        out += [f"  {k}: {v}" for k, v in sorted(self.known.items())]
         out.append(f"new failures: {self.new_failures}")
         for sig, items in sorted(self.failures.items()):
             case, outcome = items[0]

@@ -5,8 +5,7 @@
     .venv/bin/python tests/fuzz/run.py --cases 20000 --file-cases 3000 --seed 1
     .venv/bin/python tests/fuzz/run.py --what files --file-cases 500 --seed 7 --keep /tmp/fuzz-failures
 
-Prints the tally (cases per kind and outcome, known failures of issue 16 by
-name, new failures grouped by cause with one example each) and exits 1 when a
+Prints the tally (cases per kind and outcome, failures grouped by cause with one example each) and exits 1 when a
 new failure was found.  Every child runs under a 3 GB address-space cap and a
 timeout.  The results of the last long run are in docs/reliability.md
 (``## Fuzzing``).

@@ -157,3 +157,74 @@ def test_importing_kleene_loads_neither_spark_nor_pandas() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+ORACLE_MAY_IMPORT = frozenset({"kleene.language.ast", "kleene.language.parser", "kleene.language.errors"})
+"""What ``kleene.reference`` (the oracle) may import from kleene outside itself: the AST, the
+parser that builds it and the parser's errors.  Every semantic helper it needs (nullable,
+single-event patterns, references of a condition, ...) is its own, in
+``kleene.reference.semantics``, cross-checked against the engine's in
+``tests/differential/test_oracle_independence.py``: sharing one would hide a bug in it from
+every property test."""
+
+MR_REFERENCE_MAY_IMPORT = frozenset(
+    {
+        "kleene.language.errors",
+        "kleene.language.match_recognize.ast",
+        "kleene.language.match_recognize.parser",
+        "kleene.language.match_recognize.checks",
+    }
+)
+"""What the MATCH_RECOGNIZE reference (``kleene.reference.match_recognize``,
+``kleene.reference.mr_expressions``) may import: its language's AST, parser and errors, and
+for now its static checker, whose three syntax walks (``pattern_variables``,
+``sub_expressions``, ``referenced_variables``) it shares.  There is no MATCH_RECOGNIZE engine
+yet to share them with; when one comes (issue 17), the reference gets its own, as the CEQL
+oracle did, and ``checks`` leaves this set."""
+
+MR_REFERENCE = frozenset({"kleene.reference.match_recognize", "kleene.reference.mr_expressions"})
+
+
+
+def imported_names(tree: ast.Module, here: str, known: dict[str, Path]) -> list[str]:
+    """The kleene modules a module's imports name (``from kleene.language import ast`` names
+    ``kleene.language.ast``; ``from kleene.language.variables import nullable`` names
+    ``kleene.language.variables``); a relative import is reported as such."""
+    targets: list[str] = []
+    for node in _runtime_imports(tree):
+        if isinstance(node, ast.Import):
+            targets += [a.name for a in node.names]
+        elif node.level:
+            targets.append(f"relative import in {here}")
+        else:
+            base = node.module or ""
+            targets += [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+    return [t for t in targets if t.startswith(("kleene", "relative"))]
+
+
+def test_the_oracle_imports_only_the_parser_and_the_ast_of_kleene() -> None:
+    known = modules()
+    found = {
+        name: imported_names(ast.parse(path.read_text()), name, known)
+        for name, path in known.items()
+        if name.startswith("kleene.reference")
+    }
+    assert "kleene.language.ast" in found["kleene.reference.semantics"]
+    offenders = [
+        f"{module} imports {target}"
+        for module, targets in found.items()
+        for target in targets
+        if not (
+            target.startswith("kleene.reference")
+            or target in (MR_REFERENCE_MAY_IMPORT if module in MR_REFERENCE else ORACLE_MAY_IMPORT)
+        )
+    ]
+    assert offenders == []
+
+
+def test_the_oracle_import_rule_catches_a_shared_helper() -> None:
+    """The rule reads ``from kleene.language.variables import nullable`` as a breach."""
+    code = "from kleene.language.variables import nullable\nfrom kleene.language import ast\n"
+    names = imported_names(ast.parse(code), "kleene.reference.x", modules())
+    assert names == ["kleene.language.variables", "kleene.language.ast"]
+    assert [n for n in names if n not in ORACLE_MAY_IMPORT] == ["kleene.language.variables"]

@@ -7,6 +7,7 @@ command stops with what to install (exit code 1).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -25,7 +26,7 @@ from kleene.cli.common import (
 )
 from kleene.io.badrows import SKIP_HINTS
 from kleene.io.peek import Peeked, peek_schema
-from kleene.io.readers import cheap_columns, detect_format, read_batches
+from kleene.io.readers import cheap_columns, count_rows, detect_format, read_batches
 from kleene.io.writers import output_format
 from kleene.language.checks import check
 from kleene.language.errors import DataError, KleeneError, QueryError
@@ -107,7 +108,9 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         print(f"kleene run: Spark's log: {log_file}", file=stderr)
         with warnings.catch_warnings():
             warnings.showwarning = warnings_to_log(log_file)
-            spark = local_session(args.master, app_name="kleene run", log_file=log_file)
+            spark = local_session(
+                args.master, app_name="kleene run", log_file=log_file, quick_jit=quick_jit(args.input, fmt)
+            )
     else:
         spark = local_session(args.master, app_name="kleene run")
     saved_nanos = str(spark.conf.get(NANOS_AS_LONG, "false"))
@@ -147,6 +150,28 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
     return EXIT_OK
 
 
+QUICK_JIT_ROWS = 500_000
+"""Inputs of at most this many rows start the JVM with C1 only (``local_session(quick_jit=True)``).
+
+On the flights (336,776 rows, docs/benchmarks.md) C1 saved about 11 CPU-seconds of
+compiling in a cold run, and its slower code cost about 4 CPU-seconds more per warm
+run of the same rows: the two cross near 900,000 rows; this stays well below.
+"""
+
+
+def quick_jit(path: str, fmt: str) -> bool:
+    """Whether this run's input is small enough for a C1-only JVM (rows known cheaply).
+
+    Parquet: the footer's count; a text file is counted (newlines) only up to
+    64 MiB, beyond which it has too many rows anyway at any usual width.
+    """
+    p = Path(path)
+    if fmt != "parquet" and (not p.is_file() or p.stat().st_size > 64 << 20):
+        return False
+    rows = count_rows(p, format=fmt)
+    return rows is not None and rows <= QUICK_JIT_ROWS
+
+
 NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
 """Spark cannot hold nanoseconds in a timestamp; with this it reads them as long nanoseconds (exact)."""
 
@@ -159,7 +184,12 @@ def _read(spark: Any, path: str, fmt: str) -> Any:
             return reader.option("header", True).schema(schema).csv(path)
         return reader.option("header", True).option("inferSchema", True).csv(path)
     if fmt == "parquet":
-        return reader.parquet(path)
+        schema = parquet_schema(
+            path,
+            nanos_as_long=_conf_true(spark, NANOS_AS_LONG, "false"),
+            naive_as_ntz=_conf_true(spark, "spark.sql.parquet.inferTimestampNTZ.enabled", "true"),
+        )
+        return (reader.schema(schema) if schema is not None else reader).parquet(path)
     # ISO times become timestamps, as Arrow's JSON reader (the in-process engine's) makes them.
     return reader.option("inferTimestamp", True).json(path)
 
@@ -200,6 +230,72 @@ def _csv_schema(path: str) -> Any:
                 return None
         fields.append(T.StructField(field.name, spark_type, True))
     return T.StructType(fields)
+
+
+PARQUET_TYPES = {
+    ("BOOLEAN", "NONE"): "boolean",
+    ("INT32", "NONE"): "int",
+    ("INT64", "NONE"): "bigint",
+    ("FLOAT", "NONE"): "float",
+    ("DOUBLE", "NONE"): "double",
+    ("BYTE_ARRAY", "STRING"): "string",
+    ("INT32", "DATE"): "date",
+}
+"""Parquet (physical type, logical type) pairs whose Spark type :func:`parquet_schema` knows for sure."""
+
+
+def _conf_true(spark: Any, key: str, default: str) -> bool:
+    return str(spark.conf.get(key, default)).lower() == "true"
+
+
+def parquet_schema(path: str, *, nanos_as_long: bool, naive_as_ntz: bool = True) -> Any:
+    """The Spark schema of a Parquet file, from its footer (pyarrow), or None to let Spark infer it.
+
+    Spark infers a Parquet file's schema in a job of its own (one task that
+    reads the footer); the footer read here gives the same schema without it.
+    Only a single file of flat columns of the types in :data:`PARQUET_TYPES`,
+    signed integers and timestamps (``TIMESTAMP(NANOS)`` as long nanoseconds
+    under ``nanos_as_long``; a naive one as ``TIMESTAMP_NTZ`` only under
+    ``naive_as_ntz``, Spark's ``inferTimestampNTZ``) is mapped; anything else (a directory, nested or
+    unsigned columns, INT96, decimals, binary) is left to Spark's inference.
+    Fields are nullable, as Spark reads every file column.
+    """
+    import pyarrow.parquet as pq
+    from pyspark.sql import types as T
+
+    if not Path(path).is_file():
+        return None
+    try:
+        columns = pq.ParquetFile(path).schema
+    except (OSError, pa.ArrowException):
+        return None  # Spark's reader reports it
+    simple = {"boolean": T.BooleanType(), "int": T.IntegerType(), "bigint": T.LongType(),
+              "float": T.FloatType(), "double": T.DoubleType(), "string": T.StringType(), "date": T.DateType()}
+    fields = []
+    for i in range(len(columns)):
+        column = columns.column(i)
+        if column.max_repetition_level or "." in column.path or column.path != column.name:
+            return None  # nested or repeated
+        physical, logical = column.physical_type, column.logical_type
+        kind = PARQUET_TYPES.get((physical, logical.type))
+        spark_type: Any = simple[kind] if kind is not None else None
+        if logical.type == "INT":
+            facts = json.loads(logical.to_json())
+            if facts.get("isSigned") is True and physical in ("INT32", "INT64"):
+                spark_type = {8: T.ByteType(), 16: T.ShortType(), 32: T.IntegerType(), 64: T.LongType()}.get(
+                    int(facts.get("bitWidth", 0))
+                )
+        elif logical.type == "TIMESTAMP" and physical == "INT64":
+            facts = json.loads(logical.to_json())
+            unit, utc = facts.get("timeUnit"), facts.get("isAdjustedToUTC")
+            if unit in ("milliseconds", "microseconds") and (utc or naive_as_ntz):
+                spark_type = T.TimestampType() if utc else T.TimestampNTZType()
+            elif unit == "nanoseconds" and nanos_as_long:
+                spark_type = T.LongType()
+        if spark_type is None:
+            return None
+        fields.append(T.StructField(column.name, spark_type, True))
+    return T.StructType(fields) if fields else None
 
 
 def _peek(path: str, fmt: str) -> Peeked | None:

@@ -4,7 +4,9 @@ The real engine compiles queries into automata and enumerates complex events
 with the CORE algorithm.  This module computes the same output the slow and
 obvious way, straight from the formal valuation semantics, so that the two can
 be compared on random queries and streams (differential testing).  It shares
-nothing with the engine except the AST.
+nothing with the engine except the parser and the AST: its semantic helpers
+(``nullable``, ``single_event``, the references of a condition) are its own,
+in :mod:`kleene.reference.semantics`, cross-checked against the engine's.
 
 Semantics implemented (CORE paper §2 and the project's decisions):
 
@@ -107,9 +109,8 @@ from itertools import product
 from typing import Any, NamedTuple
 
 from kleene.language import ast
-from kleene.language.conditions import conjuncts, reads_prev, var_attrs
-from kleene.language.variables import nullable, single_event
 from kleene.reference.predicates import Others, holds
+from kleene.reference.semantics import conjuncts, nullable, reads_prev, single_event, var_attrs
 
 ComplexEvent = tuple[int, int, tuple[int, ...]]
 Bindings = frozenset[tuple[str, frozenset[int]]]

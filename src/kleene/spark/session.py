@@ -8,6 +8,10 @@ Why each setting (see ``docs/spark.md``):
   ``No module named 'pyarrow'``.  We default them to this interpreter.
 * ``SPARK_LOCAL_IP=127.0.0.1``: silences the loopback-hostname warning and
   avoids binding to an external interface for a purely local job.
+* ``quick_jit=True`` (local masters; ``kleene run --engine spark`` on a small
+  input): the JIT compiles with C1 only (:data:`QUICK_JIT`), which shortens
+  one short job in a fresh JVM and slows repeated ones.  A given
+  ``spark.driver.extraJavaOptions`` replaces it.
 * UI off, few shuffle partitions: start-up and per-job overhead dominate on a
   laptop; 200 shuffle partitions would mostly be empty tasks.
 * Arrow enabled: ``mapInArrow`` needs nothing else, but ``toPandas`` and
@@ -34,6 +38,17 @@ from pyspark.sql import SparkSession
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+"""The JVM option of ``local_session(quick_jit=True)``: the JIT compiles with C1 only.
+
+For one short job in a fresh JVM (``kleene run --engine spark`` on a small
+file) C2's compiling costs more CPU than its faster code saves: on the
+flights (336,776 rows) a cold run took 20 CPU-seconds instead of 32, the
+session start 7 instead of 13.  Warm, C1's code is slower (about 3x the CPU
+per repeated run there), so a session that runs more than one such job, or a
+large one, should keep the default (docs/benchmarks.md)."""
+
 
 def configure_environment() -> None:
     """Point the Python workers at this interpreter unless the user chose one."""
@@ -42,18 +57,8 @@ def configure_environment() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
-def local_session(
-    master: str = "local[*]", app_name: str = "kleene", *, log_file: str | None = None, **conf: Any
-) -> SparkSession:
-    """Build (or reuse) a SparkSession for kleene jobs.
-
-    Extra keyword arguments are Spark settings; dots are written as ``__``
-    or passed through a dict: ``local_session(**{"spark.driver.memory": "4g"})``.
-    They override the defaults below.  ``log_file``: the JVM's output (Spark's
-    log4j lines, and the Python workers', which the JVM starts) and py4j's
-    log go to that file instead of this process's stderr (see
-    :func:`output_to`); it only applies when this call starts the JVM.
-    """
+def session_settings(master: str = "local[*]", *, quick_jit: bool = False, **conf: Any) -> dict[str, Any]:
+    """The Spark settings :func:`local_session` starts a session with (arguments as it takes them)."""
     configure_environment()
     settings: dict[str, Any] = {
         "spark.ui.enabled": "false",
@@ -67,6 +72,31 @@ def local_session(
     }
     for key, value in conf.items():
         settings[key.replace("__", ".")] = value
+    if quick_jit and master.startswith("local"):
+        settings.setdefault(DRIVER_JAVA_OPTIONS, QUICK_JIT)
+    return settings
+
+
+def local_session(
+    master: str = "local[*]",
+    app_name: str = "kleene",
+    *,
+    log_file: str | None = None,
+    quick_jit: bool = False,
+    **conf: Any,
+) -> SparkSession:
+    """Build (or reuse) a SparkSession for kleene jobs.
+
+    Extra keyword arguments are Spark settings; dots are written as ``__``
+    or passed through a dict: ``local_session(**{"spark.driver.memory": "4g"})``.
+    They override the defaults (:func:`session_settings`).  ``quick_jit``:
+    start the JVM of a local master with C1 only (:data:`QUICK_JIT`), for one
+    short job; a given ``spark.driver.extraJavaOptions`` replaces it.  ``log_file``: the JVM's output (Spark's
+    log4j lines, and the Python workers', which the JVM starts) and py4j's
+    log go to that file instead of this process's stderr (see
+    :func:`output_to`); it only applies when this call starts the JVM.
+    """
+    settings = session_settings(master, quick_jit=quick_jit, **conf)
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, str(value))

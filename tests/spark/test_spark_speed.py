@@ -1,0 +1,149 @@
+"""What keeps ``kleene run --engine spark`` short: machine-independent figures (jobs, JVM options).
+
+Wall times on a shared 2-core machine move by 2x with the load, so the speed work on the
+flights benchmark (docs/benchmarks.md) is pinned here by what does not: how many Spark jobs a
+run starts, that the Parquet schema comes from the footer (no inference job) and equals
+Spark's own, and the JIT option a local session starts with.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kleene.cli import main
+from kleene.cli.spark_run import NANOS_AS_LONG, QUICK_JIT_ROWS, parquet_schema, quick_jit
+from kleene.spark.session import DRIVER_JAVA_OPTIONS, QUICK_JIT, session_settings
+
+QUERY = (
+    "SELECT * FROM S WHERE DEP AS a ; DEP AS b FILTER a[delay > 60] AND b[delay > 60] "
+    "PARTITION BY [carrier] WITHIN 1 hours"
+)
+MAX_JOBS = 3
+"""Q1's jobs: the order check, the read and shuffle by carrier, the evaluation and write."""
+
+
+def departures(n: int = 600) -> pd.DataFrame:
+    """Departures every 2 minutes, in time order, three carriers, every 17th cancelled."""
+    times = pd.Timestamp("2013-01-01T05:00:00Z") + pd.to_timedelta(range(0, 2 * n, 2), unit="min")
+    return pd.DataFrame(
+        {
+            "time": times,
+            "type": ["CANCELLED" if i % 17 == 0 else "DEP" for i in range(n)],
+            "carrier": [("UA", "AA", "B6")[i % 3] for i in range(n)],
+            "delay": [float((i * 37) % 120) if i % 17 else float("nan") for i in range(n)],
+            "flight": list(range(n)),
+        }
+    )
+
+
+def jobs_of(spark: Any, argv: list[str]) -> int:
+    """Run the CLI in this process's session; the number of Spark jobs it started."""
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None))
+    assert main(argv) == 0
+    return len(set(tracker.getJobIdsForGroup(None)) - before)
+
+
+def parsed(path: Path) -> list[Any]:
+    files = sorted(path.glob("part-*")) if path.is_dir() else [path]
+    rows = [json.loads(line) for f in files for line in f.read_text().splitlines()]
+    for r in rows:
+        if isinstance(r.get("partition"), dict):
+            r["partition"] = list(r["partition"].values())
+    return sorted(rows, key=lambda r: (r["end"], r["start"], r["positions"]))
+
+
+def test_q1_runs_in_at_most_three_jobs(spark: Any, tmp_path: Path) -> None:
+    """Q1 on a time-ordered pandas Parquet file: no schema inference, no sample or count, one shuffle.
+
+    (A CSV input takes its schema from pyarrow already: three jobs too.)
+    """
+    data = tmp_path / "flights.parquet"
+    departures().to_parquet(data)
+    common = ["run", QUERY, "--input", str(data), "--time-column", "time", "--no-progress"]
+    assert main([*common, "-o", str(tmp_path / "py.jsonl")]) == 0
+    jobs = jobs_of(spark, [*common, "-o", str(tmp_path / "spark"), "--engine", "spark"])
+    print(f"{jobs} Spark jobs")
+    assert jobs <= MAX_JOBS
+    expected = parsed(tmp_path / "py.jsonl")
+    assert expected and parsed(tmp_path / "spark") == expected
+
+
+def test_parquet_schema_is_spark_s_own(spark: Any, tmp_path: Path) -> None:
+    """The footer's schema equals what Spark infers, for every type it maps, nanoseconds included."""
+    n = 3
+    table = pa.table(
+        {
+            "b": pa.array([True, False, None]),
+            "i8": pa.array([1, -2, None], pa.int8()),
+            "i16": pa.array([1, -2, None], pa.int16()),
+            "i32": pa.array([1, -2, None], pa.int32()),
+            "i64": pa.array([1, -2, None], pa.int64()),
+            "f32": pa.array([1.5, None, 2.0], pa.float32()),
+            "f64": pa.array([1.5, None, 2.0], pa.float64()),
+            "s": pa.array(["x", None, "z"]),
+            "cat": pa.array(["x", "y", "x"]).dictionary_encode(),
+            "d": pa.array([dt.date(2013, 1, 1)] * n, pa.date32()),
+            "utc_us": pa.array([0, 1, 2], pa.timestamp("us", tz="UTC")),
+            "naive_ms": pa.array([0, 1, 2], pa.timestamp("ms")),
+            "utc_ns": pa.array([0, 1, 2], pa.timestamp("ns", tz="UTC")),
+        }
+    )
+    data = tmp_path / "types.parquet"
+    pq.write_table(table, data)
+    saved = spark.conf.get(NANOS_AS_LONG, "false")
+    spark.conf.set(NANOS_AS_LONG, "true")
+    try:
+        inferred = spark.read.parquet(str(data)).schema
+    finally:
+        spark.conf.set(NANOS_AS_LONG, saved)
+    mine = parquet_schema(str(data), nanos_as_long=True)
+    assert mine is not None
+    assert mine == inferred
+    assert mine["utc_ns"].dataType.typeName() == "long"
+    # Nanoseconds as Spark's timestamps would fail to read: left to Spark (which reports it).
+    assert parquet_schema(str(data), nanos_as_long=False) is None
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pa.array([1, 2], pa.uint32()),
+        pa.array([Decimal("1.5"), None], pa.decimal128(5, 2)),
+        pa.array([[1], [2, 3]]),
+        pa.array([b"x", b"y"], pa.binary()),
+        pa.array([{"x": 1}, {"x": 2}]),
+    ],
+    ids=["unsigned", "decimal", "list", "binary", "struct"],
+)
+def test_parquet_schema_leaves_other_types_to_spark(tmp_path: Path, column: pa.Array) -> None:
+    data = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"time": pa.array([1, 2], pa.int64()), "x": column}), data)
+    assert parquet_schema(str(data), nanos_as_long=True) is None
+    assert parquet_schema(str(tmp_path), nanos_as_long=True) is None  # a directory
+
+
+def test_a_small_input_starts_the_jvm_with_c1_only(tmp_path: Path) -> None:
+    """``kleene run --engine spark`` asks for the C1-only JIT on a small input, not on a large one."""
+    small, large = tmp_path / "small.parquet", tmp_path / "large.parquet"
+    departures(100).to_parquet(small)
+    pq.write_table(pa.table({"x": pa.array(range(QUICK_JIT_ROWS + 1), pa.int64())}), large)
+    assert quick_jit(str(small), "parquet") and not quick_jit(str(large), "parquet")
+    csv = tmp_path / "small.csv"
+    departures(100).to_csv(csv, index=False)
+    assert quick_jit(str(csv), "csv") and not quick_jit(str(tmp_path), "csv")
+    assert session_settings("local[2]", quick_jit=True)[DRIVER_JAVA_OPTIONS] == QUICK_JIT
+    assert DRIVER_JAVA_OPTIONS not in session_settings("local[2]")  # by default C2 as usual
+    given = session_settings("local[2]", quick_jit=True, **{DRIVER_JAVA_OPTIONS: "-Xss4m"})
+    assert given[DRIVER_JAVA_OPTIONS] == "-Xss4m"  # the caller's options replace it
+    assert DRIVER_JAVA_OPTIONS not in session_settings("spark://cluster:7077", quick_jit=True)
+

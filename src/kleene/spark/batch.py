@@ -24,18 +24,36 @@ numbers, so the pipeline is:
      (key, position) sort, was measured first: the engine's fixed cost per
      ``feed`` (about 1 ms: conforming, predicate set-up) made it 4x slower
      with 1,000 keys, since batches were cut at every key change.
-   * ``ranges`` (no PARTITION BY, a window, no CONSUME BY): the ordered stream
-     is cut into the K position ranges of step 1 (the buckets).  Every row is also copied
-     into each later range whose start is within one window of it, so each
-     task sees its range plus the window-length overlap before it; a task
-     emits only the complex events that *end* inside its own range.  Exact
-     for ALL/ANY without CONSUME BY: a complex event ending at ``j`` only
-     contains events in ``[time(j) - window, j]``, and whether it is output
-     does not depend on anything earlier.  ``LIMIT`` counts per end event,
-     so it is local too.  The same holds on the register engine (queries with
-     conditions between events, chosen by ``kleene.compile``): a run's
-     registers only hold events of its own match, written after its start,
-     so everything a complex event ending at ``j`` reads is in the overlap.
+   * ``ranges`` (no PARTITION BY, a window that bounds a match's span in
+     positions, no CONSUME BY): the ordered stream is cut into the K position
+     ranges of step 1 (the buckets).  Every row is also copied into each later
+     range whose start is within one window of it, so each task sees its range
+     plus the window-length overlap before it; a task emits only the complex
+     events that *end* inside its own range.  Proved exact, for every pattern
+     and strategy, by two facts (the argument in full: ``docs/spark.md``,
+     "When the ranges plan is exact"):
+
+     (a) *span*: a complex event ending at ``j`` only contains events in
+         ``[reach(j), j]``, and the task's rows are exactly a contiguous
+         stretch of the stream from at most ``reach(first own row)`` to the
+         end of its range.  For ``n EVENTS`` ``reach(j) = j - n``; for a
+         duration window the times never decrease along positions, so
+         ``reach(j)`` is the first row with ``time >= time(j) - d``; for
+         ``n [attr]`` the engine refuses an attribute that goes down
+         (DataError, "goes backwards"), so on every input it accepts the
+         attribute never decreases along positions either, and a decrease
+         is seen by the task of the range it enters (the row before it is in
+         that task's overlap).
+     (b) *local decision*: whether a match ending at ``j`` is output depends
+         only on the matches ending at ``j`` and the events inside its span:
+         ALL/ANY keep it; STRICT tests the events between its start and end;
+         NEXT, LAST and MAX compare matches with the same end *after* WITHIN
+         (docs/cel-semantics.md, "Order of the clauses"), all inside the
+         window; UNLESS looks for the negated pattern inside the span; AND
+         and ALL are products over the match's own positions; a register
+         holds an event of its own match; ``LIMIT`` counts per end event.
+         CONSUME BY breaks (b): an output discards runs that started long
+         before, so it goes to ``single``.
    * ``single``: everything else (no window, or CONSUME BY ANY/PARTITION
      where one output discards runs elsewhere, or a time column Spark cannot
      compare numerically): one task reads the whole stream in position order.
@@ -145,8 +163,17 @@ class Plan:
     reason: str
 
 
+RANGES_EXACT_STRATEGIES = frozenset({"ALL", "ANY", "STRICT", "NEXT", "LAST", "MAX"})
+"""The strategies the ranges plan is proved exact for (module docstring, fact (b)); a strategy
+added to the language later goes to the single ordered task until its argument is written."""
+
+
 def plan_for(query: Query, time_type: T.DataType | None, ranges: int) -> Plan:
-    """Choose the evaluation plan; see the module docstring for why each is exact."""
+    """Choose the evaluation plan; see the module docstring for why each is exact.
+
+    Parallel ranges only where the argument holds: a window of a known kind, no CONSUME BY, a
+    strategy of :data:`RANGES_EXACT_STRATEGIES`; everything else runs in one ordered task.
+    """
     q = query.ast
     if query.partition_by:
         if q.consume == "ANY":
@@ -158,9 +185,15 @@ def plan_for(query: Query, time_type: T.DataType | None, ranges: int) -> Plan:
         return Plan("single", "CONSUME BY makes an output depend on earlier outputs")
     if ranges < 2:
         return Plan("single", "one range requested")
-    if isinstance(q.within, ast.DurationWindow) and not _numeric_time(time_type):
+    window = q.within
+    if not isinstance(window, (ast.EventsWindow, ast.DurationWindow, ast.AttrWindow)):
+        return Plan("single", f"no exactness argument for the window {window!r}")
+    if isinstance(window, ast.DurationWindow) and not _numeric_time(time_type):
         return Plan("single", "the time column is not numeric, a timestamp or a date")
-    return Plan("ranges", "windowed ALL/ANY without CONSUME BY: parallel position ranges")
+    strategy = q.select.strategy
+    if strategy not in RANGES_EXACT_STRATEGIES:
+        return Plan("single", f"no exactness argument for the strategy {strategy}")
+    return Plan("ranges", f"windowed, {strategy}, without CONSUME BY: parallel position ranges")
 
 
 def _numeric_time(time_type: T.DataType | None) -> bool:
@@ -723,8 +756,11 @@ class _Evaluator:
         if self.time_column is not None and flat.type.get_field_index(self.time_column) >= 0:
             times = _cast(flat.field(self.time_column), time_type)
             o = offsets.to_numpy()
-            start_time = times.take(pa.array(o[:-1]))
-            end_time = times.take(pa.array(o[1:] - 1))
+            # A projection may keep no event of a match (`SELECT b` where an OR bound `a`):
+            # its times are null, not the neighbour's (a null index takes a null).
+            empty = o[1:] == o[:-1]
+            start_time = times.take(pa.array(np.where(empty, 0, o[:-1]), mask=empty))
+            end_time = times.take(pa.array(np.where(empty, 0, o[1:] - 1), mask=empty))
         else:
             start_time = end_time = pa.nulls(n, time_type)
         partition_type = schema.field("partition").type

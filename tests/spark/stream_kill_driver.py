@@ -1,0 +1,106 @@
+"""The driver process that tests/spark/test_spark_stream_kill.py kills with SIGKILL.
+
+``python stream_kill_driver.py CONFIG.json`` starts its own local SparkSession (its own JVM and
+Python workers, all in the process group the test created for it), runs the queries of the
+config, one after the other, with :func:`kleene.spark.stream.detect_stream` and :func:`~kleene.spark.stream.start_stream`
+(``available_now``, one input file per micro-batch, one checkpoint per query), and kills its
+whole process group with SIGKILL at the kill point the config names, as a crash of the machine
+would: no shutdown hook, no ``finally``, no flush.
+
+Kill points (``kill``):
+
+* ``none``: run to the end (the final, clean run);
+* ``before_write``: when the foreachBatch sink of the ``batch``-th micro-batch (counted over
+  all queries of this run) starts: offsets are logged, the stateful operator has not run;
+* ``between_writes``: after the batch's complex events are written and before its late rows
+  are: the state store has committed (the first write computed the stateful batch), the sink
+  is half written, the commit log not;
+* ``after_writes``: after both writes, before Spark writes the commit log;
+* ``timer``: at ``delay`` seconds after the first micro-batch started, wherever the driver,
+  the JVM or a Python worker then is (inside a task, during a checkpoint or state upload...).
+
+The hooks wrap the sink writer in this process only; nothing in kleene reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from kleene.spark import local_session
+from kleene.spark import stream as kstream
+
+SCHEMA = "id long, name string, type string, price double, ts long"
+
+
+def _die() -> None:
+    sys.stderr.flush()
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def main(config_path: str) -> int:
+    with open(config_path) as f:
+        config = json.load(f)
+    kill: str = config["kill"]
+    state: dict[str, Any] = {"batches": 0, "timer": None}
+    lock = threading.Lock()
+    writer_call = kstream._BatchWriter.__call__
+    write = kstream._BatchWriter._write
+
+    def start_timer() -> None:
+        with lock:
+            if kill == "timer" and state["timer"] is None:
+                state["timer"] = threading.Timer(float(config["delay"]), _die)
+                state["timer"].daemon = True
+                state["timer"].start()
+
+    def hooked_call(self: Any, df: Any, batch_id: int) -> None:
+        start_timer()
+        with lock:
+            state["batches"] += 1
+            mine = state["batches"] == int(config.get("batch", -1))
+        if mine and kill == "before_write":
+            _die()
+        self._kill_between = mine and kill == "between_writes"
+        writer_call(self, df, batch_id)
+        if mine and kill == "after_writes":
+            _die()
+
+    def hooked_write(self: Any, df: Any, path: str) -> None:
+        write(self, df, path)
+        if getattr(self, "_kill_between", False) and not path.startswith(self.late):
+            _die()
+
+    kstream._BatchWriter.__call__ = hooked_call  # type: ignore[method-assign]
+    kstream._BatchWriter._write = hooked_write  # type: ignore[method-assign]
+    spark = local_session(
+        "local[2]", app_name="kleene-kill",
+        **{"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+    )
+    base = config["base"]
+    # One query at a time: each micro-batch of transformWithStateInPandas starts Python
+    # workers, which on a loaded machine miss Spark's connect-back timeout when five start at once.
+    for name, text in config["queries"].items():
+        src = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(f"{base}/in")
+        res = kstream.detect_stream(src, text, time_column="ts", id_column="id", watermark="10 seconds")
+        q = kstream.start_stream(
+            res, f"{base}/{name}/out", checkpoint=f"{base}/{name}/ck",
+            late_events_path=f"{base}/{name}/late", available_now=True,
+        )
+        q.awaitTermination()
+        if q.exception() is not None:
+            print(q.exception(), file=sys.stderr)
+            return 1
+    print(f"done after {state['batches']} sink calls", file=sys.stderr)
+    time.sleep(0.1)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -15,12 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from against_oracle import (
     SUPPORTED_CEL,
     Case,
+    aimed,
     check_against_oracle,
     check_push_and_batches,
 )
 from generators import STREAM_KEY, cases
 
 
+@aimed("WITHIN", "PARTITION BY", "CONSUME BY")
 @settings(
     max_examples=2000,
     deadline=None,
@@ -31,6 +33,7 @@ def test_engine_equals_oracle(case: Case) -> None:
     check_against_oracle(case)
 
 
+@aimed("STRICT", "NEXT", "LAST", "MAX", "UNLESS", "WITHIN", "PARTITION BY", "CONSUME BY")
 @settings(
     max_examples=2000,
     deadline=None,
@@ -42,6 +45,7 @@ def test_engine_equals_oracle_whole_language(case: Case) -> None:
     check_against_oracle(case)
 
 
+@aimed()
 @settings(
     max_examples=300,
     deadline=None,

@@ -165,7 +165,10 @@ def _valid(q: ast.Query) -> bool:
     return True
 
 
-@aimed()
+# A third of the drawn queries name every one of their types in a FILTER or SELECT (types are
+# variables too), so no type can become `_`: 50 of 150 at the last run, counted and printed;
+# more than 45% fails.  (Before, these cases passed silently.)
+@aimed(most_skipped=0.45)
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases(max_depth=3, full_cel=frozenset({"not", "star", "repeat", "STRICT", "NEXT", "MAX"})), st.integers(0, 5))
 def test_engine_equals_oracle_with_a_wildcard(case: Any, k: int) -> None:
@@ -174,12 +177,13 @@ def test_engine_equals_oracle_with_a_wildcard(case: Any, k: int) -> None:
     if n == 0:
         skip_case("no event type to replace")
         return
-    where, _ = _with_wildcard(query.where, k % n)
-    q = ast.Query(query.select, query.streams, where, query.partition_by, query.within, query.consume, query.limit)
-    if _valid(q):
-        check_against_oracle((q, events, times))
-    else:
-        skip_case("the replaced type was filtered or selected by its name")
+    for i in range(n):  # the k-th type, else the next one a FILTER or SELECT does not name
+        where, _ = _with_wildcard(query.where, (k + i) % n)
+        q = ast.Query(query.select, query.streams, where, query.partition_by, query.within, query.consume, query.limit)
+        if _valid(q):
+            check_against_oracle((q, events, times))
+            return
+    skip_case("every type is filtered or selected by its name")
 
 
 @aimed()
@@ -188,11 +192,10 @@ def test_engine_equals_oracle_with_a_wildcard(case: Any, k: int) -> None:
 def test_register_engine_equals_oracle_with_a_wildcard(inner: ast.Pattern, stream: Any) -> None:
     """``(_ AS w ; inner) FILTER x[v > w.v]``: a condition reading the wildcard's event."""
     events, times = stream
+    if not kleene_vars(inner):  # e.g. NOT(A) alone binds nothing: bind it
+        inner = ast.As(inner, "a")
     where: ast.Pattern = ast.Seq(ast.As(ast.EventType("_"), "w"), inner)
     targets = sorted(kleene_vars(inner))
-    if not targets:
-        skip_case("no variable to filter")
-        return
     cond = ast.FilterAtom(targets[0], ast.Compare(">", ast.Attr("v"), ast.VarAttr("w", "v")))
     q = ast.Query(ast.Select("ALL", None), ("S",), ast.Filter(where, cond))
     if _valid(q):

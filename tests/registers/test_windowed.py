@@ -286,7 +286,7 @@ def windowed_cases(draw: st.DrawFn) -> tuple[ast.Query, list[dict[str, Any]], li
 
 
 @aimed("WITHIN")
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))  # 300 on shorter streams
 @given(windowed_cases())
 def test_windowed_runtime_equals_oracle(case: tuple[ast.Query, list[dict[str, Any]], list[int]]) -> None:
     compiled = compile_case(case[0], windowed=True)
@@ -310,7 +310,7 @@ def test_windowed_runtime_and_all_equal_oracle(
 
 
 @aimed()
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))  # 200 on shorter streams
 @given(windowed_cases(), st.integers(1, 6), st.sampled_from((0.0, 2.0)))
 def test_windowed_runtime_cache_restarts_and_switch_to_runs(
     case: tuple[ast.Query, list[dict[str, Any]], list[int]], every: int, miss_limit: float

@@ -26,6 +26,7 @@ To hand a generated query to something that takes text, render it with
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -113,10 +114,30 @@ COMPARE_OPS: tuple[ast.CompareOp, ...] = ("<", "<=", ">", ">=", "==", "!=")
 
 
 @st.composite
+def thresholds(draw: st.DrawFn) -> ast.Pred:
+    """``attr op c`` with ``c`` inside the attribute's values (v, w: 1..8; k: 0..2).
+
+    On a stream of 30 events such an atom is neither always true nor always
+    false, so a FILTER built of them decides something.
+    """
+    attr = draw(st.sampled_from(NUMERIC_ATTRS))
+    if attr == "k":
+        op: ast.CompareOp = draw(st.sampled_from(("==", "!=", "<", ">")))
+        value = 1 if op in ("<", ">") else draw(st.integers(0, 2))
+        return ast.Compare(op, ast.Attr(attr), ast.Const(value))
+    op = draw(st.sampled_from(("<", "<=", ">", ">=", "<", ">", "!=", "==")))
+    return ast.Compare(op, ast.Attr(attr), ast.Const(draw(st.integers(1, 8))))
+
+
+@st.composite
 def atoms(draw: st.DrawFn) -> ast.Pred:
-    kind = draw(st.sampled_from(("num", "num", "str", "inset", "instr", "range", "like")))
+    kind = draw(
+        st.sampled_from(("threshold",) * 5 + ("num", "num", "str", "inset", "instr", "range", "like"))
+    )
     op = draw(st.sampled_from(COMPARE_OPS))
     negated = draw(st.booleans())
+    if kind == "threshold":
+        return draw(thresholds())
     if kind == "num":
         left = ast.Attr(draw(st.sampled_from(NUMERIC_ATTRS)))
         if draw(st.booleans()):
@@ -132,8 +153,14 @@ def atoms(draw: st.DrawFn) -> ast.Pred:
         strs = draw(st.lists(st.sampled_from(STRINGS), min_size=1, max_size=2, unique=True))
         return ast.InSet(ast.Attr("s"), tuple(ast.Const(s) for s in strs), negated)
     if kind == "range":
-        low, high = draw(st.integers(-1, 9)), draw(st.integers(-1, 10))
-        return ast.InRange(draw(numeric_exprs(1)), ast.Const(low), ast.Const(high), negated)
+        if draw(st.booleans()):  # a real slice of v or w's values
+            low = draw(st.integers(0, 7))
+            high = draw(st.integers(low + 1, 9))
+            operand: ast.Expr = ast.Attr(draw(st.sampled_from(("v", "w"))))
+        else:
+            low, high = draw(st.integers(-1, 9)), draw(st.integers(-1, 10))
+            operand = draw(numeric_exprs(1))
+        return ast.InRange(operand, ast.Const(low), ast.Const(high), negated)
     return ast.Like(ast.Attr("s"), draw(st.sampled_from(LIKE_PATTERNS)))
 
 
@@ -215,40 +242,78 @@ FULL_KINDS = (
     "star", "star", "and", "all", "all", "unless", "unless", "not", "not", "repeat", "repeat",
 )  # fmt: skip
 
+TOP_KINDS = (
+    "seq", "seq", "seq", "seq", "contig", "iter", "iter", "citer", "filter", "filter", "as", "or",
+    "star", "all", "unless", "unless", "unless", "repeat", "and",
+)  # fmt: skip
+"""The outermost operator: what can match several events (a sequence, an iteration...), so that
+a strategy, a window, PARTITION BY or CONSUME BY has matches to decide between.  FILTER, AS and
+OR keep drawing until they wrap such a pattern."""
+
+
+def _allowed(kinds: tuple[str, ...], full_cel: Language) -> tuple[str, ...]:
+    if isinstance(full_cel, frozenset):
+        return tuple(k for k in kinds if k in BASE_KINDS or k in full_cel)
+    return kinds if full_cel else tuple(k for k in kinds if k in BASE_KINDS)
+
+
+@st.composite
+def leaves(draw: st.DrawFn, full_cel: Language = False, qualifiers: tuple[str, ...] = ()) -> ast.Pattern:
+    """An event type (``S>E``, or ``_`` when ``full_cel`` has the wildcard), bound to a variable
+    one time in three so that sequences relate several variables."""
+    wildcard = full_cel is True or (isinstance(full_cel, frozenset) and "wildcard" in full_cel)
+    leaf: ast.Pattern
+    if wildcard and draw(st.integers(0, 4)) == 0:  # `_` (or `S>_`): any event
+        stream = draw(st.sampled_from(qualifiers)) if qualifiers and draw(st.booleans()) else None
+        leaf = ast.EventType(WILDCARD, stream)
+    elif qualifiers:
+        leaf = draw(event_types(qualifiers))
+    else:
+        leaf = ast.EventType(draw(st.sampled_from(TYPES)))
+    if draw(st.integers(0, 2)) == 0:
+        leaf = ast.As(leaf, draw(st.sampled_from(VARIABLES)))
+    return leaf
+
+
+@st.composite
+def single_event_sides(
+    draw: st.DrawFn, depth: int, full_cel: Language, qualifiers: tuple[str, ...]
+) -> ast.Pattern:
+    """The right side of UNLESS: most often one (maybe filtered) event, which often occurs inside
+    a match's span (a random pattern rarely does, and UNLESS then changes nothing)."""
+    if depth == 0 or draw(st.integers(0, 2)) > 0:
+        leaf = draw(leaves(full_cel, qualifiers))
+        bound = tuple(sorted(variables_of(leaf)))
+        if bound and draw(st.booleans()):
+            return ast.Filter(leaf, ast.FilterAtom(draw(st.sampled_from(bound)), draw(thresholds())))
+        return leaf
+    return draw(patterns(depth, full_cel, qualifiers))
+
 
 @st.composite
 def patterns(
-    draw: st.DrawFn, depth: int = 4, full_cel: Language = False, qualifiers: tuple[str, ...] = ()
+    draw: st.DrawFn,
+    depth: int = 4,
+    full_cel: Language = False,
+    qualifiers: tuple[str, ...] = (),
+    top: bool = False,
 ) -> ast.Pattern:
     """Random patterns; ``full_cel`` adds AND, ALL, UNLESS, NOT(...) and ``*``.
 
     ``qualifiers``: stream names that event types may be qualified with
-    (``S>E``).  The default draws exactly what it always drew, so the core
-    engine's property tests (and their saved examples) are unaffected.
+    (``S>E``).  ``top``: the pattern is a query's whole WHERE, drawn from
+    :data:`TOP_KINDS` (never a bare event type).
     """
-    if depth == 0 or draw(st.integers(0, 3)) == 0:
-        wildcard = full_cel is True or (isinstance(full_cel, frozenset) and "wildcard" in full_cel)
-        if wildcard and draw(st.integers(0, 4)) == 0:  # `_` (or `S>_`): any event
-            stream = draw(st.sampled_from(qualifiers)) if qualifiers and draw(st.booleans()) else None
-            return ast.EventType(WILDCARD, stream)
-        if qualifiers:
-            return draw(event_types(qualifiers))
-        return ast.EventType(draw(st.sampled_from(TYPES)))
-    if isinstance(full_cel, frozenset):
-        kind = draw(st.sampled_from(tuple(k for k in FULL_KINDS if k in BASE_KINDS or k in full_cel)))
-    elif full_cel:
-        kind = draw(st.sampled_from(FULL_KINDS))
-    else:
-        kind = draw(
-            st.sampled_from(("as", "filter", "seq", "seq", "contig", "or", "iter", "citer"))
-        )
+    if depth == 0 or (not top and draw(st.integers(0, 3)) == 0):
+        return draw(leaves(full_cel, qualifiers))
+    kind = draw(st.sampled_from(_allowed(TOP_KINDS if top else FULL_KINDS, full_cel)))
     if kind == "not":
         return draw(not_events(qualifiers))
     if kind == "and":
         # Two independent patterns rarely have a match in common; AND of a
         # pattern with a (re-filtered) copy of itself, or with a pattern of
         # the same shape, makes non-empty results likely.
-        left = draw(patterns(depth - 1, full_cel, qualifiers))
+        left = draw(patterns(depth - 1, full_cel, qualifiers, top))
         right = draw(
             st.one_of(
                 st.just(left),
@@ -257,17 +322,18 @@ def patterns(
             )
         )
         return ast.And(left, right)
-    if kind in ("seq", "contig", "or", "all", "unless"):
-        left = draw(patterns(depth - 1, full_cel, qualifiers))
+    if kind == "unless":
+        left = draw(patterns(depth - 1, full_cel, qualifiers, top=True))
+        return ast.Unless(left, draw(single_event_sides(depth - 1, full_cel, qualifiers)))
+    if kind in ("seq", "contig", "or", "all"):
+        left = draw(patterns(depth - 1, full_cel, qualifiers, top and kind == "or"))
         right = draw(patterns(depth - 1, full_cel, qualifiers))
         if kind == "or":
             return ast.Or(left, right)
         if kind == "all":
             return ast.All(left, right)
-        if kind == "unless":
-            return ast.Unless(left, right)
         return ast.Seq(left, right, kind == "contig")
-    inner = draw(patterns(depth - 1, full_cel, qualifiers))
+    inner = draw(patterns(depth - 1, full_cel, qualifiers, top and kind in ("as", "filter")))
     bound = tuple(sorted(variables_of(inner)))
     if kind == "as" or (kind == "filter" and not bound):
         return ast.As(inner, draw(st.sampled_from(VARIABLES)))
@@ -295,6 +361,58 @@ def _refiltered(draw: st.DrawFn, pattern: ast.Pattern) -> ast.Pattern:
     if not bound:
         return ast.As(pattern, draw(st.sampled_from(VARIABLES)))
     return ast.Filter(pattern, draw(filter_exprs(bound, depth=0)))
+
+
+def one_event(pattern: ast.Pattern) -> bool:
+    """Whether every match of ``pattern`` is a single event (an event type, maybe bound,
+    filtered or OR-ed with another)."""
+    if isinstance(pattern, ast.EventType | ast.NotEvent):
+        return True
+    if isinstance(pattern, ast.As | ast.Filter):
+        return one_event(pattern.pattern)
+    if isinstance(pattern, ast.Or):
+        return one_event(pattern.left) and one_event(pattern.right)
+    if isinstance(pattern, ast.And):
+        return one_event(pattern.left) or one_event(pattern.right)
+    if isinstance(pattern, ast.Unless):
+        return one_event(pattern.left)
+    return False
+
+
+def min_events(pattern: ast.Pattern) -> int:
+    """The fewest events a match of ``pattern`` has (0: ``*`` or ``{0,m}`` may match nothing)."""
+    if isinstance(pattern, ast.EventType | ast.NotEvent):
+        return 1
+    if isinstance(pattern, ast.As | ast.Filter | ast.Iter):
+        return min_events(pattern.pattern)
+    if isinstance(pattern, ast.Star):
+        return 0
+    if isinstance(pattern, ast.Repeat):
+        return pattern.low * min_events(pattern.pattern)
+    if isinstance(pattern, ast.Seq):
+        return min_events(pattern.left) + min_events(pattern.right)
+    if isinstance(pattern, ast.Or):
+        return min(min_events(pattern.left), min_events(pattern.right))
+    if isinstance(pattern, ast.Unless):
+        return min_events(pattern.left)
+    return max(min_events(pattern.left), min_events(pattern.right))  # type: ignore[union-attr]
+
+
+@st.composite
+def fitted_window(draw: st.DrawFn, query: ast.Query, most: int) -> ast.Query:
+    """``query`` with a window that can hold a match (its fewest events and a few more), yet spans
+    at most ``most`` events (the oracle's brute force); a window that no match fits in would
+    decide nothing."""
+    span = window_events(query.within)
+    if span is None:
+        return query
+    least = min(most, max(1, min_events(query.where)) + draw(st.integers(1, 5)))
+    if least <= span <= most:
+        return query
+    count = min(most, max(least, span)) - 1
+    if isinstance(query.within, ast.EventsWindow):
+        return replace(query, within=ast.EventsWindow(count))
+    return replace(query, within=ast.DurationWindow(count * SEC))
 
 
 def iteration_depth(pattern: ast.Pattern) -> int:
@@ -326,14 +444,47 @@ FULL_STRATEGIES: tuple[ast.Strategy, ...] = ("ALL", "ANY", "NEXT", "LAST", "MAX"
 
 
 @st.composite
+def windows(draw: st.DrawFn) -> ast.Window | None:
+    """WITHIN: four times in five a window of 1-10 events or 1-15 seconds (0 rarely), far shorter
+    than the 30-40 events :func:`cases` draws for a windowed query, so that it cuts matches."""
+    kind = draw(st.sampled_from(("none", "events", "events", "seconds", "seconds")))
+    if kind == "none":
+        return None
+    zero = draw(st.integers(0, 19)) == 0
+    if kind == "events":
+        return ast.EventsWindow(0 if zero else draw(st.integers(1, 10)))
+    return ast.DurationWindow(0 if zero else draw(st.integers(1, 15)) * SEC)
+
+
+def window_events(within: ast.Window | None) -> int | None:
+    """About how many events ``within`` spans in a :func:`streams` stream (None: unbounded).
+
+    Times advance 0-3 seconds per event (1.5 on average), so a window of n
+    seconds holds about n events or fewer.
+    """
+    if isinstance(within, ast.EventsWindow):
+        return within.count + 1
+    if isinstance(within, ast.DurationWindow):
+        return within.nanos // SEC + 1
+    return None
+
+
+@st.composite
 def queries(
-    draw: st.DrawFn, max_depth: int = 4, full_cel: Language = False, with_streams: bool = False
+    draw: st.DrawFn,
+    max_depth: int = 4,
+    full_cel: Language = False,
+    with_streams: bool = False,
+    strategy: ast.Strategy | None = None,
 ) -> ast.Query:
     """Random well-formed queries; ``full_cel`` uses the whole CEL language and every strategy.
 
     ``with_streams``: the FROM clause lists some of :data:`STREAMS` (or is
     absent: every stream), and event types may be qualified ``S>E`` by the
-    streams the query reads.
+    streams the query reads.  ``strategy``: this selection strategy (else
+    one drawn).  A strategy other than ALL and ANY, or a LIMIT, only decides
+    something when several matches end at one event, one inside another for
+    MAX: a pattern without an iteration then gets one in front (``X+ ; P``).
     """
     from_streams: tuple[str, ...] = ("S",)
     qualifiers: tuple[str, ...] = ()
@@ -342,7 +493,18 @@ def queries(
             sorted(draw(st.sets(st.sampled_from(STREAMS), min_size=0, max_size=len(STREAMS))))
         )
         qualifiers = from_streams or STREAMS
-    where = draw(patterns(max_depth, full_cel, qualifiers))
+    if strategy is None:
+        if isinstance(full_cel, frozenset):
+            strategy = draw(st.sampled_from(("ALL", "ANY", *sorted(full_cel & set(FULL_STRATEGIES)))))
+        elif full_cel:
+            strategy = draw(st.sampled_from(FULL_STRATEGIES))
+        else:
+            strategy = draw(st.sampled_from(("ALL", "ALL", "ALL", "ANY")))
+    limit = draw(st.one_of(st.none(), st.none(), st.integers(1, 3)))
+    where = draw(patterns(max_depth, full_cel, qualifiers, top=max_depth > 0))
+    choosy = strategy in ("NEXT", "LAST", "MAX") or limit is not None
+    if choosy and max_depth > 0 and (iteration_depth(where) == 0 or draw(st.booleans())):
+        where = ast.Seq(ast.Iter(draw(leaves(full_cel, qualifiers))), where)
     bound = tuple(sorted(variables_of(where)))
     choice = draw(st.sampled_from(("*", "*", "none", "vars")))
     items: tuple[ast.SelectItem, ...] | None = None
@@ -351,23 +513,9 @@ def queries(
     elif choice == "vars" and bound:  # NOT(...) alone binds nothing
         chosen = draw(st.lists(st.sampled_from(bound), min_size=1, max_size=3, unique=True))
         items = tuple(ast.SelectItem(v) for v in chosen)
-    strategy: ast.Strategy
-    if isinstance(full_cel, frozenset):
-        strategy = draw(st.sampled_from(("ALL", "ANY", *sorted(full_cel & set(FULL_STRATEGIES)))))
-    elif full_cel:
-        strategy = draw(st.sampled_from(FULL_STRATEGIES))
-    else:
-        strategy = draw(st.sampled_from(("ALL", "ALL", "ALL", "ANY")))
     partition: tuple[tuple[str, ...], ...] = draw(st.sampled_from(((), (), (("k",),))))
-    within = draw(
-        st.one_of(
-            st.none(),
-            st.integers(0, 12).map(ast.EventsWindow),
-            st.integers(0, 20).map(lambda n: ast.DurationWindow(n * SEC)),
-        )
-    )
+    within = draw(windows())
     consume: ast.Consume = draw(st.sampled_from(("NONE", "NONE", "NONE", "ANY", "PARTITION")))
-    limit = draw(st.one_of(st.none(), st.none(), st.integers(1, 5)))
     return ast.Query(
         ast.Select(strategy, items), from_streams, where, partition, within, consume, limit
     )
@@ -376,27 +524,33 @@ def queries(
 @st.composite
 def cases(
     draw: st.DrawFn,
-    max_size: int = 30,
+    max_size: int = 40,
     max_depth: int = 4,
     full_cel: Language = False,
     with_streams: bool = False,
+    strategy: ast.Strategy | None = None,
 ) -> tuple[ast.Query, list[Event], list[int]]:
     """``(query, events, times)`` sized so that the oracle stays fast.
 
-    The more iterations a query chains or nests, the shorter its stream; a
-    window bounds the work too, so windowed queries get longer streams.
+    A windowed query gets a stream of 30-40 events (a window short enough
+    for the brute force: deep iterations get at most 7 events of window);
+    without a window, the more iterations a query chains or nests, the
+    shorter its stream.
     ``full_cel`` draws from the whole CEL language (see :func:`patterns`),
     where ALL counts as one more iteration (it multiplies match sets).
     ``with_streams`` draws multi-stream cases (see :func:`queries`): events
-    name their stream under :data:`STREAM_KEY`.
+    name their stream under :data:`STREAM_KEY`.  ``strategy``: see :func:`queries`.
     """
-    q = draw(queries(max_depth, full_cel, with_streams))
+    q = draw(queries(max_depth, full_cel, with_streams, strategy))
     depth = iteration_depth(q.where)
-    windowed = isinstance(q.within, ast.EventsWindow) and q.within.count <= 6
-    sizes = (24, 16, 12, 10) if full_cel else (24, 16, 12)
-    limit = max_size if depth == 0 or windowed else sizes[min(depth, len(sizes)) - 1]
-    size = min(max_size, limit)
-    n = draw(st.integers(size // 2, size))  # hypothesis alone favours tiny streams
+    q = draw(fitted_window(q, 12 if depth <= 1 else 7))  # what the oracle's brute force affords
+    if q.within is not None or depth == 0:
+        low, high = min(30, max_size), max_size
+    else:
+        sizes = (24, 16, 12, 10) if full_cel else (24, 16, 12)
+        high = min(max_size, sizes[min(depth, len(sizes)) - 1])
+        low = high // 2
+    n = draw(st.integers(low, high))  # hypothesis alone favours tiny streams
     evs, times = draw(streams(max_size=n, min_size=n, with_streams=with_streams))
     return q, evs, times
 
@@ -421,7 +575,7 @@ def nary_predicates(draw: st.DrawFn, target: str, other: str | None) -> ast.Pred
         core = ast.Compare(op, left, right)
     else:
         core = ast.Compare(op, ast.Attr(draw(st.sampled_from(("v", "w")))), ref(draw(st.sampled_from(("v", "w")))))
-    shape = draw(st.sampled_from(("plain", "plain", "and", "or", "not")))
+    shape = draw(st.sampled_from(("plain", "plain", "plain", "and", "and", "or", "not")))
     if shape == "and":
         return ast.PAnd(draw(atoms()), core) if draw(st.booleans()) else ast.PAnd(core, draw(atoms()))
     if shape == "or":
@@ -431,14 +585,34 @@ def nary_predicates(draw: st.DrawFn, target: str, other: str | None) -> ast.Pred
     return core
 
 
+def iterated_variables(pattern: ast.Pattern, inside: bool = False) -> frozenset[str]:
+    """Variables bound inside an iteration (``+``, ``*``, ``{n,m}``) of ``pattern``: the only ones
+    for which ``prev(x)`` can be an event (elsewhere a condition on it always holds)."""
+    if isinstance(pattern, ast.EventType | ast.NotEvent):
+        return frozenset({pattern.name}) if inside and isinstance(pattern, ast.EventType) else frozenset()
+    if isinstance(pattern, ast.Iter | ast.Star | ast.Repeat):
+        return iterated_variables(pattern.pattern, True)
+    if isinstance(pattern, ast.As):
+        inner = iterated_variables(pattern.pattern, inside)
+        return inner | {pattern.var} if inside else inner
+    if isinstance(pattern, ast.Filter):
+        return iterated_variables(pattern.pattern, inside)
+    if isinstance(pattern, ast.Unless):
+        return iterated_variables(pattern.left, inside)
+    return iterated_variables(pattern.left, inside) | iterated_variables(pattern.right, inside)  # type: ignore[union-attr]
+
+
 def condition_choices(pattern: ast.Pattern) -> list[tuple[str, str | None]]:
-    """``(target, other)`` pairs a FILTER on ``pattern`` may relate (other None: prev)."""
+    """``(target, other)`` pairs a FILTER on ``pattern`` may relate (other None: prev, only for
+    a variable bound inside an iteration)."""
     from kleene.language.conditions import problem
 
     bound = sorted(variables_of(pattern))
+    iterated = iterated_variables(pattern)
     out: list[tuple[str, str | None]] = []
     for x in bound:
-        out.append((x, None))
+        if x in iterated:
+            out.append((x, None))
         for a in bound:
             if a != x:
                 atom = ast.FilterAtom(x, ast.Compare("==", ast.Attr("v"), ast.VarAttr(a, "v")))
@@ -452,14 +626,14 @@ def condition_filter(draw: st.DrawFn, inner: ast.Pattern) -> ast.Pattern:
     """``inner FILTER x[...]`` with a condition between events, preferring other variables."""
     if not variables_of(inner):  # NOT(...) alone binds nothing
         inner = ast.As(inner, draw(st.sampled_from(VARIABLES)))
-    choices = condition_choices(inner)
+    choices = condition_choices(inner) or [(x, None) for x in sorted(variables_of(inner))]
     pairs = [c for c in choices if c[1] is not None]
     x, other = draw(st.sampled_from(pairs if pairs and draw(st.integers(0, 3)) else choices))
     atom = ast.FilterAtom(x, draw(nary_predicates(x, other)))
     cond: ast.FilterExpr = atom
     if draw(st.integers(0, 3)) == 0:  # mixed with a unary atom
         unary = ast.FilterAtom(draw(st.sampled_from(sorted(variables_of(inner)))), draw(atoms()))
-        cond = ast.FilterAnd(atom, unary) if draw(st.booleans()) else ast.FilterOr(atom, unary)
+        cond = ast.FilterOr(atom, unary) if draw(st.integers(0, 2)) == 0 else ast.FilterAnd(atom, unary)
     return ast.Filter(inner, cond)
 
 
@@ -511,18 +685,31 @@ def condition_patterns(draw: st.DrawFn, depth: int = 3, conjunctions: bool = Fal
 
 
 @st.composite
-def condition_cases(draw: st.DrawFn, max_size: int = 14) -> tuple[ast.Query, list[Event], list[int]]:
-    """``(query, events, times)``: a query with at least one condition between events."""
-    if draw(st.booleans()):  # two parts to relate, most often
-        left, right = draw(condition_patterns(2)), draw(condition_patterns(2))
+def condition_cases(draw: st.DrawFn, max_size: int = 36) -> tuple[ast.Query, list[Event], list[int]]:
+    """``(query, events, times)``: a query with at least one condition between events.
+
+    The condition relates two parts of a sequence, or the events of an
+    iteration (``prev``), or is drawn anywhere inside a random pattern; the
+    outermost pattern always matches several events, so that the condition
+    has events to relate.
+    """
+    shape = draw(st.sampled_from(("seq", "seq", "seq", "seq", "iter", "any")))
+    if shape == "seq":  # two parts to relate, most often
+        left, right = draw(condition_patterns(2)), draw(condition_patterns(draw(st.integers(1, 2))))
         where = draw(condition_filter(ast.Seq(left, right, draw(st.integers(0, 3)) == 0)))
+    elif shape == "iter":  # x+ FILTER x[... prev(x) ...]
+        inner = ast.As(draw(condition_patterns(1)), draw(st.sampled_from(VARIABLES)))
+        where = draw(condition_filter(ast.Iter(inner, draw(st.integers(0, 3)) == 0)))
     else:
-        where = draw(condition_filter(draw(condition_patterns(3))))
+        inner = draw(condition_patterns(3))
+        if one_event(inner):
+            inner = ast.Seq(inner, draw(condition_patterns(1)))
+        where = draw(condition_filter(inner))
     return draw(_condition_query(where, max_size))
 
 
 @st.composite
-def conjunction_cases(draw: st.DrawFn, max_size: int = 12) -> tuple[ast.Query, list[Event], list[int]]:
+def conjunction_cases(draw: st.DrawFn, max_size: int = 32) -> tuple[ast.Query, list[Event], list[int]]:
     """Like :func:`condition_cases`, with an AND, ALL or UNLESS (conditions inside or around it).
 
     As in :func:`patterns`, the right side of an AND is often the left side
@@ -531,14 +718,18 @@ def conjunction_cases(draw: st.DrawFn, max_size: int = 12) -> tuple[ast.Query, l
     pattern the condition then relates it to.
     """
     left = draw(condition_patterns(2, conjunctions=True))
+    if one_event(left):  # events for the condition to relate
+        left = ast.Seq(left, draw(condition_patterns(1)))
     kind = draw(st.sampled_from(("and", "all", "unless")))
     if kind == "and":
-        right = draw(st.one_of(st.just(left), _refiltered(left), condition_patterns(2, conjunctions=True)))
+        right = draw(
+            st.one_of(st.just(left), _refiltered(left), _refiltered(left), condition_patterns(2, conjunctions=True))
+        )
         core: ast.Pattern = ast.And(left, right)
     elif kind == "all":
-        core = ast.All(left, draw(condition_patterns(2, conjunctions=True)))
-    else:
-        core = ast.Unless(left, draw(condition_patterns(2, conjunctions=True)))
+        core = ast.All(left, draw(condition_patterns(1, conjunctions=True)))
+    else:  # most often one event, which then occurs inside a match's span
+        core = ast.Unless(left, draw(single_event_sides(1, False, ())))
     shape = draw(st.sampled_from(("alone", "filter", "before", "after")))
     if shape == "before":
         core = ast.Seq(draw(condition_patterns(1)), core, draw(st.integers(0, 3)) == 0)
@@ -567,9 +758,13 @@ def _condition_query(
         template.within, template.consume, template.limit,
     )
     depth = iteration_depth(where)
-    windowed = isinstance(q.within, ast.EventsWindow) and q.within.count <= 6
-    size = max_size if depth == 0 or windowed else (12, 9, 7, 6)[min(depth, 4) - 1]
-    n = draw(st.integers(size // 2, min(size, max_size)))
+    q = draw(fitted_window(q, 10 if depth <= 1 else 6))  # what the oracle's brute force affords
+    if q.within is not None or depth == 0:  # long streams, windows that cut matches
+        low, high = min(30, max_size), max_size
+    else:
+        high = min(max_size, (12, 9, 7, 6)[min(depth, 4) - 1])
+        low = high // 2
+    n = draw(st.integers(low, high))
     evs, times = draw(streams(max_size=n, min_size=n))
     return q, evs, times
 

@@ -15,14 +15,16 @@ from hypothesis import HealthCheck, given, settings
 from against_oracle import (
     SUPPORTED_CEL,
     Case,
+    aimed,
     check_against_oracle,
     check_push_and_batches,
 )
 from generators import STREAM_KEY, cases
 
 
+@aimed("WITHIN", "PARTITION BY", "CONSUME BY")
 @settings(
-    max_examples=2000,
+    max_examples=600,  # 2,000 before the cases grew to 30-40 events (issue 16)
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
@@ -31,17 +33,25 @@ def test_engine_equals_oracle(case: Case) -> None:
     check_against_oracle(case)
 
 
+# STRICT changed the result in 92 of 242 cases (38%) at the last run: printed, not asserted (a
+# third would fail now and then); the others were at 43-75%.
+@aimed("NEXT", "LAST", "MAX", "UNLESS", "WITHIN", "PARTITION BY", "CONSUME BY")
 @settings(
-    max_examples=2000,
+    max_examples=1200,  # 2,000 before the cases grew to 30-40 events (issue 16)
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
 @given(cases(full_cel=SUPPORTED_CEL))
 def test_engine_equals_oracle_whole_language(case: Case) -> None:
-    """2,000 cases per run over the whole language: every operator and strategy."""
+    """1,200 cases per run over the whole language: every operator and strategy.
+
+    Prints (``pytest -s``) and asserts how often each strategy, UNLESS, the window, PARTITION BY
+    and CONSUME BY changed the result (tests/against_oracle.py, ``aimed``).
+    """
     check_against_oracle(case)
 
 
+@aimed()
 @settings(
     max_examples=300,
     deadline=None,

@@ -193,6 +193,7 @@ def _engine(query: ast.Query, events: list[dict[str, Any]], times: list[int]) ->
 
 def test_the_count_changes_the_result_and_the_engine_agrees_with_the_oracle() -> None:
     differed: list[bool] = []
+    skipped: list[bool] = []
 
     @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(count_cases())
@@ -201,6 +202,7 @@ def test_the_count_changes_the_result_and_the_engine_agrees_with_the_oracle() ->
         try:
             want = [evaluate(q, evs, times=times, budget=200_000) for q in (first, second)]
         except OracleBudgetExceeded:
+            skipped.append(True)  # counted: at most 10% of the cases (asserted below)
             return
         got = [_engine(q, evs, times) for q in (first, second)]
         assert got == want
@@ -208,8 +210,9 @@ def test_the_count_changes_the_result_and_the_engine_agrees_with_the_oracle() ->
 
     compare()
     share = sum(differed) / len(differed)
-    print(f"the count changed the result in {share:.0%} of {len(differed)} cases")
+    print(f"the count changed the result in {share:.0%} of {len(differed)} cases ({len(skipped)} skipped)")
     assert len(differed) >= 100
+    assert len(skipped) <= 0.1 * (len(differed) + len(skipped))
     assert share >= 0.4
 
 

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
-from against_oracle import check_against_oracle
+from against_oracle import aimed, check_against_oracle, skip_case
 from generators import STREAM_KEY, STREAMS, cases, condition_patterns, streams
 from kleene.language import ast
 from kleene.language.errors import QueryError
@@ -165,32 +165,43 @@ def _valid(q: ast.Query) -> bool:
     return True
 
 
+# A third of the drawn queries name every one of their types in a FILTER or SELECT (types are
+# variables too), so no type can become `_`: 50 of 150 at the last run, counted and printed;
+# more than 45% fails.  (Before, these cases passed silently.)
+@aimed(most_skipped=0.45)
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases(max_depth=3, full_cel=frozenset({"not", "star", "repeat", "STRICT", "NEXT", "MAX"})), st.integers(0, 5))
 def test_engine_equals_oracle_with_a_wildcard(case: Any, k: int) -> None:
     query, events, times = case
     n = _with_wildcard(query.where, -1)[1]  # how many event types there are
     if n == 0:
+        skip_case("no event type to replace")
         return
-    where, _ = _with_wildcard(query.where, k % n)
-    q = ast.Query(query.select, query.streams, where, query.partition_by, query.within, query.consume, query.limit)
-    if _valid(q):
-        check_against_oracle((q, events, times))
+    for i in range(n):  # the k-th type, else the next one a FILTER or SELECT does not name
+        where, _ = _with_wildcard(query.where, (k + i) % n)
+        q = ast.Query(query.select, query.streams, where, query.partition_by, query.within, query.consume, query.limit)
+        if _valid(q):
+            check_against_oracle((q, events, times))
+            return
+    skip_case("every type is filtered or selected by its name")
 
 
+@aimed()
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(condition_patterns(2), streams(max_size=9, min_size=4))
 def test_register_engine_equals_oracle_with_a_wildcard(inner: ast.Pattern, stream: Any) -> None:
     """``(_ AS w ; inner) FILTER x[v > w.v]``: a condition reading the wildcard's event."""
     events, times = stream
+    if not kleene_vars(inner):  # e.g. NOT(A) alone binds nothing: bind it
+        inner = ast.As(inner, "a")
     where: ast.Pattern = ast.Seq(ast.As(ast.EventType("_"), "w"), inner)
     targets = sorted(kleene_vars(inner))
-    if not targets:
-        return
     cond = ast.FilterAtom(targets[0], ast.Compare(">", ast.Attr("v"), ast.VarAttr("w", "v")))
     q = ast.Query(ast.Select("ALL", None), ("S",), ast.Filter(where, cond))
     if _valid(q):
-        check_against_oracle((q, events, times))
+        check_against_oracle((q, events, times), aim_at=["conditions"])
+    else:
+        skip_case("the condition's target was filtered or selected by its type name")
 
 
 def kleene_vars(p: ast.Pattern) -> set[str]:
@@ -227,6 +238,7 @@ def test_wildcard_of_each_stream_against_the_oracle() -> None:
         "SELECT * WHERE (_ AS a ; (B AS b)? ; _ AS c) FILTER c[v > a.v] WITHIN 6 EVENTS",
     ],
 )
+@aimed()
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(stream=streams(max_size=12))
 def test_every_register_runtime_with_a_wildcard(runtime: str, text: str, stream: Any) -> None:

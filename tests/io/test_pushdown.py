@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
+from against_oracle import aimed, skip_case
 from generators import cases, condition_cases
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.readers import read_batches
@@ -50,6 +51,7 @@ def found(q: kleene.Query, source: Any) -> list[tuple[int, int, tuple[int, ...]]
 def check_case(case: tuple[ast.Query, list[dict[str, Any]], list[int]], data: st.DataObject) -> None:
     query, events, times = case
     if not events:
+        skip_case("no events")
         return
     if query.select.strategy in ("NEXT", "LAST", "MAX") and query.select.items is not None:
         query = replace(query, select=replace(query.select, items=None))
@@ -73,12 +75,14 @@ def check_case(case: tuple[ast.Query, list[dict[str, Any]], list[int]], data: st
         assert found(q, csv) == expected
 
 
+@aimed()
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases(full_cel=SUPPORTED_CEL), st.data())
 def test_pushdown_keeps_the_complex_events(case: Any, data: st.DataObject) -> None:
     check_case(case, data)
 
 
+@aimed()
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(condition_cases(), st.data())
 def test_pushdown_keeps_the_complex_events_with_conditions(case: Any, data: st.DataObject) -> None:

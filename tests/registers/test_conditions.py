@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
-from against_oracle import check_against_oracle, check_push_and_batches, compile_case
+from against_oracle import aimed, check_against_oracle, check_push_and_batches, compile_case
 from condition_cases import CASES, REJECTED, S2, CondCase
 from generators import condition_cases, conjunction_cases, pair_cases
 from kleene.language import ast
@@ -86,16 +86,26 @@ def test_case_on_engine(case: CondCase) -> None:
     assert run_engine(case.query, [dict(e) for e in case.events]) == set(case.expected)
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+# Conditions changed the result in 333 of 1000 cases at the last run (9% before the generators
+# aimed): below the third the other features reach, so the floor here is a quarter (a drop back
+# toward the old share fails; docs/reliability.md).
+@aimed("conditions", least=1 / 4)
+@settings(max_examples=700, deadline=None, suppress_health_check=list(HealthCheck))  # 1,000 on 7-event streams
 @given(condition_cases())
 def test_register_engine_equals_oracle(case: tuple[ast.Query, list[dict], list[int]]) -> None:
-    """Random queries with conditions between events: the register engine against the oracle."""
+    """Random queries with conditions between events: the register engine against the oracle.
+
+    Prints (``pytest -s``) and asserts how often the conditions between events changed the
+    result: the same query with each of them replaced by TRUE, on the oracle.
+    """
     query, events, times = case
     assert compile_case(query).engine == "registers"
-    check_against_oracle(case)
+    check_against_oracle(case, aim_at=["conditions"])
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+# 64 of 498 at the last run (4% before): far below a third; the floor only keeps what was won.
+@aimed("conditions", least=1 / 14)
+@settings(max_examples=350, deadline=None, suppress_health_check=list(HealthCheck))
 @given(conjunction_cases())
 def test_register_engine_and_all_unless_equal_oracle(
     case: tuple[ast.Query, list[dict], list[int]],
@@ -103,7 +113,7 @@ def test_register_engine_and_all_unless_equal_oracle(
     """AND, ALL and UNLESS with conditions between events (inside a side, or around them)."""
     query, events, times = case
     assert compile_case(query).engine == "registers"
-    check_against_oracle(case)
+    check_against_oracle(case, aim_at=["conditions"])
 
 
 # ------------------------------------------------------------ engine choice
@@ -216,6 +226,7 @@ def test_push_and_batches_agree(case: tuple[ast.Query, list[dict], list[int]]) -
     check_push_and_batches(case, [1, 4, 9])
 
 
+@aimed()
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(pair_cases())
 def test_pair_join_equals_oracle(case: tuple[ast.Query, list[dict], list[int]]) -> None:

@@ -176,7 +176,7 @@ def test_a_csv_header_that_is_not_utf8(tmp_path: Path, capsys: pytest.CaptureFix
     data = tmp_path / "latin1.csv"
     data.write_bytes(b"type,pr\xe9ce\nSELL,3\n")
     code, _, err = run(capsys, QUERY, "--input", str(data))
-    assert code == 3 and f"cannot read {str(data)!r}: a column name is not valid UTF-8" in err
+    assert code == 3 and f"the header of {str(data)!r} is not valid UTF-8: column 2 ('pr\ufffdce')" in err
 
 
 def parquet_bytes(tmp_path: Path, compression: str) -> bytes:

@@ -19,17 +19,12 @@ parser cache serves only it; split, the grammar's mirror would be in pieces.
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
-import os
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from importlib import resources
-from pathlib import Path
 from typing import Any, get_args
 
-import lark
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput, VisitError
 from lark.tree import Meta
@@ -37,6 +32,7 @@ from lark.tree import Meta
 from kleene.language import ast, limits
 from kleene.language.ast import NO_SPAN, Span
 from kleene.language.errors import QueryError
+from kleene.language.parser_cache import cached_lark
 from kleene.language.syntax_errors import syntax_error
 
 __all__ = ["MAX_REPEAT", "Name", "parse", "parse_query", "name_span"]
@@ -77,64 +73,10 @@ _LARK_OPTIONS: dict[str, Any] = {
 }
 
 
-def cache_dir() -> Path:
-    """Where the built parser is kept: ``$KLEENE_CACHE_DIR``, else ``$XDG_CACHE_HOME/kleene``."""
-    explicit = os.environ.get("KLEENE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kleene"
-
-
 @functools.cache
 def _lark() -> Lark:
-    """The LALR parser of the grammar, built once per machine.
-
-    Building the LALR tables takes ~0.15 s, ten times longer than loading
-    them, and every new process (each ``kleene run``, each Spark worker)
-    would pay it before its first query.  So the built parser is saved under
-    :func:`cache_dir`, in a file named by the hash of the grammar, the
-    options and the lark version (a changed grammar gets a new file), written
-    to a temporary file and renamed (concurrent processes never read half a
-    file).  Any problem with the cache falls back to building the parser.
-
-    A saved parser is a pickle, so loading one runs whatever it holds: only
-    a file that this user owns in a folder only this user can write is
-    loaded (the folder is created private), never one others could plant.
-    """
-    grammar = resources.files("kleene.language").joinpath("grammar.lark").read_text("utf-8")
-    key = hashlib.sha256(
-        f"{grammar}\0{sorted(_LARK_OPTIONS.items())}\0{lark.__version__}".encode()
-    ).hexdigest()[:24]
-    path = cache_dir() / f"ceql-parser-{key}.lark"
-    try:
-        if _private(path.parent) and _private(path):
-            with path.open("rb") as f:
-                return Lark.load(f)
-    except Exception:  # noqa: BLE001 - missing, unreadable or stale: build it
-        pass
-    parser = Lark(grammar, **_LARK_OPTIONS)
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        import tempfile  # only when the cache is written, not on every start
-
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".ceql-parser-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                parser.save(f)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except OSError:
-        pass  # a read-only home: build it in every process
-    return parser
-
-
-def _private(path: Path) -> bool:
-    """True when ``path`` belongs to this user and nobody else may write it."""
-    st = path.stat()
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+    """The LALR parser of the grammar, built once per machine (:mod:`kleene.language.parser_cache`)."""
+    return cached_lark("kleene.language", "grammar.lark", "ceql-parser", _LARK_OPTIONS)
 
 
 @functools.cache

@@ -2,7 +2,7 @@
 
 The grammar is ``grammar.lark`` beside this module (LALR(1), contextual lexer,
 as CEQL's); the built parser is cached on disk the same way as CEQL's (see
-:func:`kleene.language.parser.cache_dir`), under its own file name.  This module
+:func:`kleene.language.parser_cache.cache_dir`), under its own file name.  This module
 is imported only when a MATCH_RECOGNIZE text is parsed: ``import kleene`` and
 ``kleene run`` never load it.  Syntax errors go through CEQL's
 :func:`~kleene.language.syntax_errors.syntax_error`; the standard's static rules
@@ -15,14 +15,9 @@ grammar rule; split, the mirror of the grammar would be in pieces.
 from __future__ import annotations
 
 import functools
-import hashlib
-import os
 import re
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
-import lark
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput, VisitError
 from lark.tree import Meta
@@ -31,7 +26,7 @@ from kleene.language.errors import QueryError
 from kleene.language.match_recognize import ast
 from kleene.language.match_recognize.ast import NO_SPAN, Span
 from kleene.language.match_recognize.checks import check
-from kleene.language.parser import cache_dir
+from kleene.language.parser_cache import cached_lark
 from kleene.language.syntax_errors import syntax_error
 
 __all__ = ["parse", "parse_unchecked"]
@@ -46,45 +41,9 @@ _OPTIONS: dict[str, Any] = {
 
 @functools.cache
 def _lark() -> Lark:
-    """The LALR parser, loaded from the on-disk cache or built and saved there.
-
-    As for CEQL (``kleene.language.parser``): the file is named by a hash of the
-    grammar, the options and the lark version, written atomically, and loaded
-    only if this user owns it and nobody else may write it or its folder.
-    """
-    grammar = resources.files("kleene.language.match_recognize").joinpath("grammar.lark")
-    text = grammar.read_text("utf-8")
-    key = hashlib.sha256(
-        f"{text}\0{sorted(_OPTIONS.items())}\0{lark.__version__}".encode()
-    ).hexdigest()[:24]
-    path = cache_dir() / f"match-recognize-parser-{key}.lark"
-    try:
-        if _private(path.parent) and _private(path):
-            with path.open("rb") as f:
-                return Lark.load(f)
-    except Exception:  # noqa: BLE001 - missing, unreadable or stale: build it
-        pass
-    parser = Lark(text, **_OPTIONS)
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        import tempfile
-
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".match-recognize-parser-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                parser.save(f)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except OSError:
-        pass
-    return parser
-
-
-def _private(path: Path) -> bool:
-    st = path.stat()
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+    """The LALR parser, loaded from the on-disk cache or built and saved there
+    (:mod:`kleene.language.parser_cache`, as for CEQL)."""
+    return cached_lark("kleene.language.match_recognize", "grammar.lark", "match-recognize-parser", _OPTIONS)
 
 
 @functools.cache

@@ -65,18 +65,10 @@ def name_span(name: str, fallback: Span) -> Span:
     return span if isinstance(span, Span) and span != NO_SPAN else fallback
 
 
-_LARK_OPTIONS: dict[str, Any] = {
-    "parser": "lalr",
-    "lexer": "contextual",
-    "propagate_positions": True,
-    "maybe_placeholders": False,
-}
-
-
 @functools.cache
 def _lark() -> Lark:
     """The LALR parser of the grammar, built once per machine (:mod:`kleene.language.parser_cache`)."""
-    return cached_lark("kleene.language", "grammar.lark", "ceql-parser", _LARK_OPTIONS)
+    return cached_lark("kleene.language", "grammar.lark", "ceql-parser")
 
 
 @functools.cache

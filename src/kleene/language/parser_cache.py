@@ -34,7 +34,16 @@ def cache_dir() -> Path:
     return Path(base) / "kleene"
 
 
-def cached_lark(package: str, grammar_file: str, name: str, options: dict[str, Any]) -> Lark:
+LALR_OPTIONS: dict[str, Any] = {
+    "parser": "lalr",
+    "lexer": "contextual",
+    "propagate_positions": True,
+    "maybe_placeholders": False,
+}
+"""Both grammars: LALR(1) with the contextual lexer, positions on every node for carets."""
+
+
+def cached_lark(package: str, grammar_file: str, name: str, options: dict[str, Any] = LALR_OPTIONS) -> Lark:
     """The parser of ``package``'s ``grammar_file`` with ``options``, cached as ``name-<hash>.lark``."""
     grammar = resources.files(package).joinpath(grammar_file).read_text("utf-8")
     key = hashlib.sha256(

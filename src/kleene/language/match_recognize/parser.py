@@ -31,19 +31,11 @@ from kleene.language.syntax_errors import syntax_error
 
 __all__ = ["parse", "parse_unchecked"]
 
-_OPTIONS: dict[str, Any] = {
-    "parser": "lalr",
-    "lexer": "contextual",
-    "propagate_positions": True,
-    "maybe_placeholders": False,
-}
-
-
 @functools.cache
 def _lark() -> Lark:
     """The LALR parser, loaded from the on-disk cache or built and saved there
     (:mod:`kleene.language.parser_cache`, as for CEQL)."""
-    return cached_lark("kleene.language.match_recognize", "grammar.lark", "match-recognize-parser", _OPTIONS)
+    return cached_lark("kleene.language.match_recognize", "grammar.lark", "match-recognize-parser")
 
 
 @functools.cache

@@ -124,7 +124,7 @@ def parse_duration(text: str) -> int:
 
 # ---------------------------------------------------------------- helpers
 
-_UNIT_NANOS: dict[str, int] = {
+UNIT_NANOS: dict[str, int] = {
     "nanosecond": 1,
     "microsecond": 10**3,
     "millisecond": 10**6,
@@ -133,6 +133,7 @@ _UNIT_NANOS: dict[str, int] = {
     "hour": 3600 * 10**9,
     "day": 86400 * 10**9,
 }
+"""Nanoseconds per time unit (singular, lower case): WITHIN's units, MATCH_RECOGNIZE's too."""
 _ATTR_TYPES: tuple[str, ...] = get_args(ast.AttrType)
 _INT_RE = re.compile(r"\d+")
 _LARGEST_FLOAT = 1.7976931348623157e308
@@ -314,7 +315,7 @@ class _Builder(Transformer[Token, Any]):
 
     def duration_part(self, meta: Meta, children: list[Any]) -> tuple[Fraction, Span]:
         num, unit = children
-        return Fraction(num.text) * _UNIT_NANOS[str(unit).lower().rstrip("s")], num.span
+        return Fraction(num.text) * UNIT_NANOS[str(unit).lower().rstrip("s")], num.span
 
     def within_attr(self, meta: Meta, children: list[Any]) -> _Clause:
         num, attr = children

@@ -26,6 +26,7 @@ from kleene.language.errors import QueryError
 from kleene.language.match_recognize import ast
 from kleene.language.match_recognize.ast import NO_SPAN, Span
 from kleene.language.match_recognize.checks import check
+from kleene.language.parser import UNIT_NANOS
 from kleene.language.parser_cache import cached_lark
 from kleene.language.syntax_errors import syntax_error
 
@@ -94,10 +95,6 @@ def parse(text: str) -> ast.MatchRecognize:
 
 # ---------------------------------------------------------------- building
 
-_UNIT_NANOS = {
-    "nanosecond": 1, "microsecond": 10**3, "millisecond": 10**6, "second": 10**9,
-    "minute": 60 * 10**9, "hour": 3600 * 10**9, "day": 86400 * 10**9,
-}
 _INTERVAL_TEXT = re.compile(r"\s*(\d+(?:\.\d*)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 _NAVIGATIONS = ("PREV", "NEXT", "FIRST", "LAST")
 
@@ -132,9 +129,9 @@ def _number(text: str) -> int | float:
 
 def _unit_nanos(unit: str, where: Span, source: str) -> int:
     word = unit.lower().rstrip("s") if unit.lower() != "s" else "second"
-    if word not in _UNIT_NANOS:
+    if word not in UNIT_NANOS:
         raise QueryError(f"unknown time unit {unit!r}", where.line, where.column, source)
-    return _UNIT_NANOS[word]
+    return UNIT_NANOS[word]
 
 
 @v_args(meta=True)

@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from kleene.language import ast
 from kleene.language.conditions import has_conditions
 from kleene.language.variables import WILDCARD
+from kleene.reference.semantics import shortest
 
 TYPES = ("A", "B", "C")
 VARIABLES = ("a", "b", "c")
@@ -379,25 +380,6 @@ def one_event(pattern: ast.Pattern) -> bool:
     return False
 
 
-def min_events(pattern: ast.Pattern) -> int:
-    """The fewest events a match of ``pattern`` has (0: ``*`` or ``{0,m}`` may match nothing)."""
-    if isinstance(pattern, ast.EventType | ast.NotEvent):
-        return 1
-    if isinstance(pattern, ast.As | ast.Filter | ast.Iter):
-        return min_events(pattern.pattern)
-    if isinstance(pattern, ast.Star):
-        return 0
-    if isinstance(pattern, ast.Repeat):
-        return pattern.low * min_events(pattern.pattern)
-    if isinstance(pattern, ast.Seq):
-        return min_events(pattern.left) + min_events(pattern.right)
-    if isinstance(pattern, ast.Or):
-        return min(min_events(pattern.left), min_events(pattern.right))
-    if isinstance(pattern, ast.Unless):
-        return min_events(pattern.left)
-    return max(min_events(pattern.left), min_events(pattern.right))  # type: ignore[union-attr]
-
-
 @st.composite
 def fitted_window(draw: st.DrawFn, query: ast.Query, most: int) -> ast.Query:
     """``query`` with a window that can hold a match (its fewest events and a few more), yet spans
@@ -406,7 +388,7 @@ def fitted_window(draw: st.DrawFn, query: ast.Query, most: int) -> ast.Query:
     span = window_events(query.within)
     if span is None:
         return query
-    least = min(most, max(1, min_events(query.where)) + draw(st.integers(1, 5)))
+    least = min(most, max(1, shortest(query.where)) + draw(st.integers(1, 5)))
     if least <= span <= most:
         return query
     count = min(most, max(least, span)) - 1

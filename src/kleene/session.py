@@ -322,8 +322,7 @@ class Session(OrderedFeed):
                 bits = bits[keep]
         if batch.num_rows == 0:
             return []
-        if q.srt is not None:  # the tECS engine looks itself
-            self.limits.check_memory(f"at input position {int(positions[0])}")
+        self.limits.check_memory(f"at input position {int(positions[0])}")  # every engine, per batch
         keys = self._keys(batch)
         if bits is None:
             bits = q.predicates.evaluate(batch)

@@ -164,7 +164,6 @@ class Engine:
         n = len(positions)
         if n == 0:
             return
-        self.limits.check_memory(f"at input position {int(positions[0])}")
         window = self.settings.window
         bits = np.asarray(bits, dtype=np.uint64)
         pos_arr = np.asarray(positions)

@@ -51,3 +51,12 @@ __all__ = [
     "merge_streams",
     "to_batches",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``kleene.match_recognize`` is loaded on first use (``import kleene`` stays light)."""
+    if name == "match_recognize":
+        from kleene.row_patterns import match_recognize
+
+        return match_recognize
+    raise AttributeError(f"module 'kleene' has no attribute {name!r}")

@@ -22,7 +22,9 @@ from kleene.automata.row_pattern import (
     BEGIN as _BEGIN, CHECK as _CHECK, END as _END, JMP as _JMP, MARK as _MARK, MATCH as _MATCH,
     SPLIT as _SPLIT, VAR as _VAR,
 )
-from kleene.runtime.match_recognize.scan import DEAD_CAP as _DEAD_CAP
+from kleene.runtime.match_recognize.scan import (
+    DEAD_CAP as _DEAD_CAP, MAX_REGISTERS as _MAX_REGISTERS, MAX_SEEN as _MAX_SEEN,
+)
 
 cdef enum:
     VAR = 0
@@ -178,6 +180,10 @@ cdef class _Scanner:
 def scan(ops, a, b, int registers, const unsigned char[:, ::1] truth, int64_t n, int skip, uint64_t skip_mask, list steps):
     """See :func:`kleene.runtime.match_recognize.scan.scan`; ``truth`` here is a C-contiguous
     uint8 array (labels x rows)."""
+    if registers > _MAX_REGISTERS or (len(ops) << registers) > _MAX_SEEN or len(ops) >= 1 << 18:
+        raise ValueError("program too large for the compiled loop: use the pure-Python twin")
+    if truth.shape[0] * truth.shape[1] and truth.shape[1] != n:
+        raise ValueError("truth must have one column per row")
     cdef _Scanner s = _Scanner()
     cdef int64_t r = 0, number = 0, covered = 0, dead_top = -1, last, target, h, i
     cdef int64_t first_hit, last_hit, length, offset

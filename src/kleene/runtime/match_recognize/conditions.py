@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -59,7 +60,7 @@ def _kind(t: pa.DataType) -> str | None:
 
 
 def vectorised(condition: ast.Expr, table: pa.Table, part: pa.Array,
-               column: Callable[[ast.Column], str]) -> list[bool] | None:
+               column: Callable[[ast.Column], str]) -> np.ndarray | None:
     """The truth of a physical ``condition`` on every row of ``table`` (partitions
     contiguous, ``part`` the partition id of each row), NULL counted as false; None when it
     must be evaluated in Python (then or on an Arrow error: overflow, mixed types)."""
@@ -69,9 +70,9 @@ def vectorised(condition: ast.Expr, table: pa.Table, part: pa.Array,
             return None
         if isinstance(values, pa.Scalar):
             truth = values.as_py() is True
-            return [truth] * table.num_rows
+            return np.full(table.num_rows, truth, dtype=bool)
         filled = pc.fill_null(values, False)
-        return filled.to_numpy(zero_copy_only=False).tolist()
+        return np.asarray(filled.to_numpy(zero_copy_only=False), dtype=bool)
     except (_NotVectorisable, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
 

@@ -164,7 +164,7 @@ class _Run:
         bounds = [0, *(np.flatnonzero(np.diff(part)) + 1).tolist(), n] if n else [0]
         defines = {d.var: d for d in self.mr.defines}
         part_array = pa.array(part)
-        physical: dict[str, list[bool] | None] = {}
+        physical: dict[str, np.ndarray | None] = {}
         general: dict[str, ast.Expr] = {}
         for var in self.labels:
             d = defines.get(var)
@@ -199,7 +199,7 @@ class _Run:
             cols = _Columns(ordered, lo, hi)
             ids = order[lo:hi].tolist()
             if fast:
-                ones = [True] * (hi - lo)
+                ones = np.ones(hi - lo, dtype=bool)
                 flags = [ones if (p := physical.get(v)) is None else p[lo:hi] for v in self.labels]
                 self._scan(program, flags, output, cols, hi - lo, ids,
                            None if columnar is None else (columnar, lo, order[lo:hi]))
@@ -208,7 +208,7 @@ class _Run:
             for var in self.labels:
                 if var in physical:
                     vector = physical[var]
-                    truth.append(vector[lo:hi] if vector is not None else _Lazy(
+                    truth.append(vector[lo:hi].tolist() if vector is not None else _Lazy(
                         var, lazy[var], lazy_layout, cols, hi - lo, ids))
                 else:
                     truth.append(None)
@@ -252,7 +252,7 @@ class _Run:
             covered = max(covered, path[-1][0] + 1)
             r = next_start(self.mr, self.variables, self.labels, path, r, number, at)
 
-    def _scan(self, program: Program, bits: list[Any], output: Output, cols: _Columns, n: int,
+    def _scan(self, program: Program, bits: list[np.ndarray], output: Output, cols: _Columns, n: int,
               ids: list[int], columnar: tuple[Columnar, int, np.ndarray] | None) -> None:
         """The fast path: the partition's searches in one call (compiled when built)."""
         skip = self.mr.skip
@@ -265,11 +265,11 @@ class _Run:
         compiled = load("kleene.runtime._mr_scan")
         if len(program) << program.registers > MAX_SEEN:
             compiled = None
-        truth: Any = bits
+        truth: Any = [b.tolist() for b in bits]
         run: Any = scan
         if compiled is not None:
             run = compiled.scan
-            truth = np.array(bits, dtype=np.uint8).reshape(len(bits), n)
+            truth = (np.stack(bits) if bits else np.zeros((0, n), dtype=bool)).astype(np.uint8)
         events, rows, labels, excluded, error = run(
             program.ops, program.a, program.b, program.registers, truth, n, code, mask, counts)
         self.stats.steps += counts[0]

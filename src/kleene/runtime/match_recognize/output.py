@@ -30,6 +30,7 @@ class Output:
         self.labels = labels
         self.layout = Layout(variables)
         self.layout.add(m.expr for m in mr.measures)
+        self.layout.last_depth[0] = max(self.layout.last_depth[0], 1)  # the row errors name
         self.measures: list[tuple[ast.Measure, Compiled]] = [
             (m, compile_expr(m.expr, self.layout, column)) for m in mr.measures]
         self.rows: list[int] = []  # input row of each output row

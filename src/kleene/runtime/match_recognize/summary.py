@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kleene.language.match_recognize import ast
-from kleene.language.match_recognize.checks import referenced_variables, sub_expressions
+from kleene.language.match_recognize.checks import children, referenced_variables
 
 __all__ = ["AggSpec", "Layout", "Summary", "var_of"]
 
@@ -64,26 +64,39 @@ class Layout:
         self.sets.append(var)
         self.members.append(None if var is None else self.variables[var])
         self.first_depth.append(0)
-        self.last_depth.append(1)  # the last row: cheap and read by most expressions
+        self.last_depth.append(0)  # raised by add() where an expression reads the last row
         return len(self.sets) - 1
+
+    def _reads_last(self, var: str | None) -> None:
+        i = self.set_index(var)
+        self.last_depth[i] = max(self.last_depth[i], 1)
 
     def add(self, expressions: Iterable[ast.Expr]) -> None:
         """Record the windows ``expressions`` read."""
         self.set_index(None)
         for e in expressions:
-            for x in sub_expressions(e):
-                if isinstance(x, ast.Column | ast.Classifier):
-                    self.set_index(x.var)
-                elif isinstance(x, ast.Nav) and not x.physical:
-                    i = self.set_index(var_of(x.arg))
-                    if x.kind == "FIRST":
-                        self.first_depth[i] = max(self.first_depth[i], x.steps + 1)
-                    else:
-                        self.last_depth[i] = max(self.last_depth[i], x.steps + 1)
-                elif isinstance(x, ast.Aggregate) and id(x) not in self.agg_index:
-                    var = x.star_var if x.arg is None else var_of(x.arg)
-                    self.agg_index[id(x)] = len(self.aggregates)
-                    self.aggregates.append(AggSpec(x, self.set_index(var)))
+            self._walk(e, False)
+
+    def _walk(self, x: ast.Expr, inside: bool) -> None:
+        """``inside``: within a navigation or an aggregate, where references read the row
+        the navigation or the aggregate gives, not the last row of their variable."""
+        if isinstance(x, ast.Column | ast.Classifier):
+            if not inside:
+                self._reads_last(x.var)
+        elif isinstance(x, ast.Nav) and x.physical and not isinstance(x.arg, ast.Nav):
+            self._reads_last(var_of(x.arg))
+        elif isinstance(x, ast.Nav) and not x.physical:
+            i = self.set_index(var_of(x.arg))
+            if x.kind == "FIRST":
+                self.first_depth[i] = max(self.first_depth[i], x.steps + 1)
+            else:
+                self.last_depth[i] = max(self.last_depth[i], x.steps + 1)
+        elif isinstance(x, ast.Aggregate) and id(x) not in self.agg_index:
+            var = x.star_var if x.arg is None else var_of(x.arg)
+            self.agg_index[id(x)] = len(self.aggregates)
+            self.aggregates.append(AggSpec(x, self.set_index(var)))
+        for child in children(x):
+            self._walk(child, inside or isinstance(x, ast.Nav | ast.Aggregate))
 
     def empty(self) -> Summary:
         k = len(self.sets)
@@ -101,7 +114,7 @@ class Layout:
             f + (pair,) if hit and len(f) < d else f
             for f, hit, d in zip(firsts, inside, self.first_depth, strict=True))
         new_lasts = tuple(
-            (l_ + (pair,))[-d:] if hit else l_
+            ((l_ + (pair,))[-d:] if d else ()) if hit else l_
             for l_, hit, d in zip(lasts, inside, self.last_depth, strict=True))
         if self.aggregates:
             aggs = tuple(self._fold(spec, acc, row, ctx) if inside[spec.set_index] else acc
@@ -118,7 +131,7 @@ class Layout:
             picked.append(rows)
             counts.append(len(rows))
             firsts.append(tuple(rows[:f]))
-            lasts.append(tuple(rows[-d:]))
+            lasts.append(tuple(rows[-d:]) if d else ())
         aggs: list[Any] = []
         for spec in self.aggregates:
             acc: Any = 0 if spec.node.func == "COUNT" else None
@@ -162,8 +175,9 @@ class Layout:
     @staticmethod
     def key(s: Summary) -> Any:
         """A hashable key telling summaries apart by value *and* type (2 and 2.0 divide
-        differently)."""
-        return (s[0], s[1], s[2], tuple(_typed(a) for a in s[3]))
+        differently); the counts are left out (no expression reads them: COUNT is an
+        aggregate of its own)."""
+        return (s[1], s[2], tuple(_typed(a) for a in s[3]))
 
 
 def _typed(v: Any) -> Any:

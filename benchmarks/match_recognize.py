@@ -127,13 +127,13 @@ def main() -> None:
             out: Any = None
             runs = args.repeat if n < 1_000_000 or ("SUM" not in name and n == 1_000_000) else 1
             for _ in range(runs):
-                seconds, out = timed(lambda: evaluate(mr, table), None)
+                seconds, out = timed(lambda m=mr, t=table: evaluate(m, t), None)
                 times.append(seconds)
             engine = statistics.median(times)
             ref = "-"
             if n in args.reference_rows:
                 try:
-                    seconds, ref_out = timed(lambda: reference(table, query),
+                    seconds, ref_out = timed(lambda t=table, q=query: reference(t, q),
                                              args.reference_seconds)
                     assert ref_out.equals(out), name
                     ref = f"{seconds:.3f}"

@@ -172,17 +172,15 @@ MR_REFERENCE_MAY_IMPORT = frozenset(
         "kleene.language.errors",
         "kleene.language.match_recognize.ast",
         "kleene.language.match_recognize.parser",
-        "kleene.language.match_recognize.checks",
     }
 )
 """What the MATCH_RECOGNIZE reference (``kleene.reference.match_recognize``,
-``kleene.reference.mr_expressions``) may import: its language's AST, parser and errors, and
-for now its static checker, whose three syntax walks (``pattern_variables``,
-``sub_expressions``, ``referenced_variables``) it shares.  There is no MATCH_RECOGNIZE engine
-yet to share them with; when one comes (issue 17), the reference gets its own, as the CEQL
-oracle did, and ``checks`` leaves this set."""
+``kleene.reference.mr_expressions``, ``kleene.reference.mr_walks``) may import: its language's
+AST, parser and errors.  Its syntax walks are its own (``kleene.reference.mr_walks``), not the
+static checker's that the engine (``kleene.runtime.match_recognize``) uses."""
 
-MR_REFERENCE = frozenset({"kleene.reference.match_recognize", "kleene.reference.mr_expressions"})
+MR_REFERENCE = frozenset({"kleene.reference.match_recognize", "kleene.reference.mr_expressions",
+                          "kleene.reference.mr_walks"})
 
 
 

@@ -32,9 +32,9 @@ import pyarrow.compute as pc
 
 from kleene.language.errors import DataError, KleeneError, QueryError
 from kleene.language.match_recognize import ast
-from kleene.language.match_recognize.checks import pattern_variables, sub_expressions
 from kleene.language.match_recognize.parser import parse
 from kleene.reference.mr_expressions import Frame, evaluate
+from kleene.reference.mr_walks import pattern_variables, sub_expressions
 
 __all__ = ["DEFAULT_MAX_STEPS", "MAX_DEPTH", "STACK_BYTES", "SearchBudgetError",
            "SearchDepthError", "match_recognize"]

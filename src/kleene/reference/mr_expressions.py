@@ -20,7 +20,7 @@ from typing import Any
 
 from kleene.language.errors import DataError
 from kleene.language.match_recognize import ast
-from kleene.language.match_recognize.checks import referenced_variables
+from kleene.reference.mr_walks import referenced_variables
 
 __all__ = ["Frame", "evaluate"]
 

@@ -59,10 +59,14 @@ def test_query_errors_have_a_caret_and_data_errors_a_row() -> None:
     assert "^" in str(err.value) and err.value.line == 1
     with pytest.raises(kleene.QueryError, match="unknown column 'cost'"):
         kleene.match_recognize(ROWS, "MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS cost > 1")
-    with pytest.raises(kleene.DataError) as bad:
-        kleene.match_recognize([{"t": 1, "x": "a"}], "ORDER BY t MEASURES COUNT(*) AS n "
-                                                     "PATTERN (A) DEFINE A AS x + 1 > 0")
-    assert bad.value.row == 0
+    bad_rows = [{"t": 1, "x": "a"}]
+    for define in ("x + 1 > 0", "COUNT(A.*) + x > 0", "x / 2 = 1"):
+        query = f"ORDER BY t MEASURES COUNT(*) AS n PATTERN (A) DEFINE A AS {define}"
+        with pytest.raises(kleene.DataError) as bad:
+            kleene.match_recognize(bad_rows, query)
+        with pytest.raises(kleene.DataError) as expected:
+            reference(bad_rows, query)
+        assert bad.value.row == 0 and str(bad.value) == str(expected.value)
     with pytest.raises(kleene.DataError, match="not present in match 1") as skip:
         kleene.match_recognize(ROWS, "ORDER BY day MEASURES COUNT(*) AS n "
                                "AFTER MATCH SKIP TO LAST B PATTERN (A B?) DEFINE B AS price > 100")

@@ -7,6 +7,7 @@ tests/differential/test_match_recognize_engine*.py.
 from __future__ import annotations
 
 import pickle
+import shutil
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,10 @@ def run(rows: Any, query: str) -> tuple[list[dict[str, Any]], Stats]:
 
 
 def test_the_fast_path_twin_is_built() -> None:
-    assert _scan is not None or native.PURE_PYTHON
+    """Where a C++ compiler is, setup.py builds it (the 1 M rows/s figures depend on it)."""
+    if native.PURE_PYTHON or not (shutil.which("c++") or shutil.which("g++")):
+        pytest.skip("pure Python asked for, or no C++ compiler here")
+    assert _scan is not None
 
 
 @pytest.mark.skipif(_scan is None, reason="the compiled twin is not built here")

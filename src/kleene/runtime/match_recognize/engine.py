@@ -209,12 +209,13 @@ class _Run:
                 if var in physical:
                     vector = physical[var]
                     truth.append(vector[lo:hi].tolist() if vector is not None else _Lazy(
-                        var, lazy[var], lazy_layout, cols, hi - lo, ids))
+                        var, lazy[var], lazy_layout, cols, hi - lo, ids, _where(defines[var])))
                 else:
                     truth.append(None)
             window = None if keys is None else self._window(keys[lo:hi], ids)
             search = Search(program, hi - lo, truth, [compiled.get(v) for v in self.labels],
-                            layout, cols, window, memo, ids.__getitem__, self.stats, history)
+                            layout, cols, window, memo, ids.__getitem__, self.stats, history,
+                            [_where(defines.get(v)) for v in self.labels])
             self._partition(search, output, cols, hi - lo, ids)
         return self._table(output, columnar)
 
@@ -341,9 +342,10 @@ class _Lazy:
     the search tries, as in the reference)."""
 
     def __init__(self, var: str, condition: Compiled, layout: Layout,
-                 cols: dict[str, Sequence[Any]], n: int, ids: list[int]) -> None:
+                 cols: dict[str, Sequence[Any]], n: int, ids: list[int], where: str) -> None:
         self.var, self.condition, self.layout, self.cols, self.n = var, condition, layout, cols, n
         self.ids = ids
+        self.where = where
         self.cache: dict[int, bool] = {}
 
     def __call__(self, row: int) -> bool:
@@ -357,13 +359,21 @@ class _Lazy:
         try:
             value = self.condition(ctx, None)
         except (TypeError, ValueError, ArithmeticError) as err:
-            raise DataError(f"DEFINE {self.var}: cannot evaluate the condition: {err}",
+            raise DataError(f"cannot evaluate the expression at {self.where}: {err}",
                             row=self.ids[row]) from None
         if value is not None and not isinstance(value, bool):
             raise DataError(f"DEFINE {self.var}: the condition gave {value!r}, not true or "
                             "false", row=self.ids[row])
         self.cache[row] = value is True
         return value is True
+
+
+def _where(define: ast.Define | None) -> str:
+    """Where a DEFINE's condition is, as the reference names it in errors."""
+    if define is None:
+        return ""
+    span = define.condition.span
+    return f"line {span.line}, column {span.column}"
 
 
 def _history_depth(conditions: Any) -> int | None:

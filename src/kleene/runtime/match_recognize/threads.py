@@ -60,14 +60,15 @@ class Search:
     ``row -> bool`` evaluating it lazily, or None for a general DEFINE (then
     ``general[label]`` is its compiled condition) or an undefined variable (always true).
     ``history``: how many labels back the DEFINEs read through ``PREV(CLASSIFIER())`` (-1:
-    all), which then become part of the merge key.
+    all), which then become part of the merge key; ``where[label]``: "line L, column C" of
+    the DEFINE, for errors.
     """
 
     def __init__(self, program: Program, n: int, truth: Sequence[Any],
                  general: Sequence[Compiled | None], layout: Layout | None,
                  cols: dict[str, Sequence[Any]], window: Callable[[int, int], bool] | None,
                  memo: bool, ids: Callable[[int], int], stats: Stats,
-                 history: int | None = None) -> None:
+                 history: int | None = None, where: Sequence[str] = ()) -> None:
         self.p = program
         self.n = n
         self.truth = truth
@@ -79,6 +80,7 @@ class Search:
         self.ids = ids
         self.stats = stats
         self.history = history
+        self.where = where
         self.dead: dict[int, set[Any]] = {}
 
     def find(self, start: int, number: int) -> Path | None:
@@ -211,7 +213,8 @@ class Search:
             ctx.s = new_s
             value = condition(ctx, None)
         except (TypeError, ValueError, ArithmeticError) as err:
-            raise DataError(f"DEFINE {label}: cannot evaluate the condition: {err}",
+            at = self.where[li] if self.where else f"DEFINE {label}"
+            raise DataError(f"cannot evaluate the expression at {at}: {err}",
                             row=self.ids(pos)) from None
         if value is not None and not isinstance(value, bool):
             raise DataError(f"DEFINE {label}: the condition gave {value!r}, not true or false",

@@ -35,7 +35,8 @@ ONE_MEASURES = ("MATCH_NUMBER() AS m, COUNT(*) AS n, FIRST(t) AS f, LAST(t) AS l
                 "CLASSIFIER() AS c, SUM(v) AS s, AVG(v) AS a, MAX(v) AS x, "
                 "ARRAY_AGG(CLASSIFIER()) AS labels, PREV(v) AS p, LAST(v, 1) AS l1")
 ALL_MEASURES = ("MATCH_NUMBER() AS m, CLASSIFIER() AS c, COUNT(*) AS n, FINAL COUNT(*) AS fn, "
-                "SUM(v) AS s, FINAL MIN(v) AS fm, FIRST(v, 1) AS f1, NEXT(v) AS nx")
+                "SUM(v) AS s, FINAL MIN(v) AS fm, FIRST(v, 1) AS f1, NEXT(v) AS nx, "
+                "NEXT(CLASSIFIER()) AS nc")
 ROWS = ["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH OMIT EMPTY MATCHES",
         "ALL ROWS PER MATCH WITH UNMATCHED ROWS"]
 SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO FIRST {v}", "TO LAST {v}"]
@@ -138,3 +139,18 @@ def test_degenerate_patterns_agree(pattern: str) -> None:
                 outcome(case, case.query(measures(rows_mode), rows_mode, "TO NEXT ROW"))
             except Skipped:
                 pass
+
+
+def test_next_classifier_in_measures_sees_the_whole_match() -> None:
+    """Trino testClassifierFunctionPastCurrentRow: under ALL ROWS PER MATCH (RUNNING),
+    NEXT(CLASSIFIER()) reads the next row's label; in DEFINE there is none yet."""
+    rows = [{"id": i + 1, "value": v} for i, v in enumerate([90, 80, 70, 80])]
+    query = ("ORDER BY id MEASURES CLASSIFIER() AS label, NEXT(CLASSIFIER()) AS next_label "
+             "ALL ROWS PER MATCH PATTERN (A B+ C+) "
+             "DEFINE B AS B.value < PREV(B.value), C AS C.value > PREV(C.value)")
+    got = evaluate(parse(query), pa.Table.from_pylist(rows)).to_pylist()
+    assert [(r["label"], r["next_label"]) for r in got] == [
+        ("A", "B"), ("B", "B"), ("B", "C"), ("C", None)]
+    assert got == match_recognize(rows, query).to_pylist()
+    define = "ORDER BY id MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS NEXT(CLASSIFIER()) = 'A'"
+    assert evaluate(parse(define), pa.Table.from_pylist(rows)).num_rows == 0

@@ -140,7 +140,7 @@ class _Compiler:
                 if base is None:
                     return None
                 target = base + step
-                return arg(c, target) if 0 <= target < c.n else None
+                return arg(c.final, target) if 0 <= target < c.n else None
             return nested
         si = self.layout.set_index(var_of(inner))
         arg = self.expr(inner)
@@ -150,7 +150,10 @@ class _Compiler:
             if base is None:
                 return None
             target = base + step
-            return arg(ctx, target) if 0 <= target < ctx.n else None
+            # the target row as the match labelled it: in MEASURES the whole match (so
+            # NEXT(CLASSIFIER()) sees the next row's label under RUNNING too, as Trino); in
+            # DEFINE no label exists past the current row anyway (ctx.final is ctx there)
+            return arg(ctx.final, target) if 0 <= target < ctx.n else None
         return physical
 
     def aggregate(self, e: ast.Aggregate) -> Compiled:

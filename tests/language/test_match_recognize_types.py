@@ -78,7 +78,7 @@ def agree(result: pa.Table, schema: pa.Schema) -> int:
 STATS: Counter[str] = Counter()
 
 
-@settings(max_examples=300, deadline=None, database=None,
+@settings(max_examples=150, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(cases(max_rows=8), st.lists(st.sampled_from(MEASURES), min_size=1, max_size=4, unique=True),
        st.sampled_from(["ONE ROW PER MATCH", "ALL ROWS PER MATCH",

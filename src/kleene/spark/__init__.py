@@ -39,11 +39,16 @@ from kleene.spark.session import active_session, ensure_importable, local_sessio
 
 
 def __getattr__(name: str) -> Any:
-    """``detect_stream`` is imported on first use: the streaming module imports pandas."""
+    """``detect_stream`` is imported on first use: the streaming module imports pandas;
+    ``match_recognize`` and ``sql`` (MATCH_RECOGNIZE) load its parser only when used."""
     if name == "detect_stream":
         from kleene.spark.stream import detect_stream
 
         return detect_stream
+    if name in ("match_recognize", "sql"):
+        from kleene.spark import recognize as module
+
+        return getattr(module, name)
     raise AttributeError(f"module 'kleene.spark' has no attribute {name!r}")
 
 __all__ = [
@@ -53,7 +58,9 @@ __all__ = [
     "detect_stream",
     "ensure_importable",
     "local_session",
+    "match_recognize",
     "output_schema",
     "plan_for",
     "query_name",
+    "sql",
 ]

@@ -3,6 +3,6 @@
 :mod:`kleene.sql.tokens` splits the text, :mod:`kleene.sql.statement` finds the
 clauses and replaces them by relations, :mod:`kleene.sql.clause` evaluates one
 clause (the one place that chooses the evaluator), :mod:`kleene.sql.duckdb_engine`
-runs a statement on DuckDB (``kleene sql``); :mod:`kleene.spark.match_recognize`
+runs a statement on DuckDB (``kleene sql``); :mod:`kleene.spark.recognize`
 runs one on Spark SQL.  Nothing here is loaded by ``import kleene``.
 """

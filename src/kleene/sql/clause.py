@@ -1,6 +1,6 @@
 """Evaluate one MATCH_RECOGNIZE clause over an Arrow table: :func:`evaluate_clause`.
 
-**The switch point.**  ``kleene sql`` and :mod:`kleene.spark.match_recognize` call
+**The switch point.**  ``kleene sql`` and :mod:`kleene.spark.recognize` call
 only this function to run a clause.  Today it calls the reference evaluator
 (:func:`kleene.reference.match_recognize.match_recognize`: the standard's semantics
 by backtracking, slow, exponential on some patterns and guarded by a step budget);

@@ -144,6 +144,7 @@ def test_output_schema_agrees_with_the_evaluator_on_every_worked_example(
     monkeypatch.setattr(examples, "match_recognize", checking)
     for _, fn, kwargs in _worked_examples():
         fn(**kwargs)
+    print(f"{len(checked)} evaluations of {len(set(checked))} worked-example clauses")
     assert len(checked) >= 40, len(checked)
     assert len({q for q in checked}) >= 20
 

@@ -111,6 +111,12 @@ def test_strings_comments_and_quoted_names_do_not_confuse_the_extraction(ticker:
     assert {r["a ) b"] for r in out} == {"MATCH_RECOGNIZE ("}
 
 
+def test_from_inside_a_function_call_reads_no_file(ticker: Path) -> None:
+    out = run_sql("SELECT trim(BOTH 'x' FROM 'xabcx') AS t, s.n FROM 'ticker.parquet' "
+                  "MATCH_RECOGNIZE (MEASURES COUNT(*) AS n PATTERN (A+)) s").to_pylist()
+    assert out == [{"t": "abc", "n": len(TICKER)}]
+
+
 def caret(statement: str, **kw: Any) -> QueryError:
     with pytest.raises(QueryError) as info:
         run_sql(statement, **kw)

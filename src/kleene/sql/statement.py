@@ -39,6 +39,10 @@ _CLAUSE_KEYWORDS = frozenset({
     "UNION", "EXCEPT", "INTERSECT", "ON", "USING", "OFFSET", "VALUES", "SET",
 })
 _TABLE_BEFORE = ("FROM", "JOIN")
+_NOT_CALLS = _CLAUSE_KEYWORDS | frozenset({
+    "JOIN", "IN", "EXISTS", "AS", "AND", "OR", "NOT", "ALL", "ANY", "SOME", "LATERAL", "WITH",
+    "THEN", "ELSE", "WHEN", "CASE", "BY", "MATCH_RECOGNIZE", "RECURSIVE", "MATERIALIZED",
+})
 
 
 @dataclass(frozen=True)
@@ -89,27 +93,37 @@ class _Rewriter:
 
     def run(self) -> str:
         self._check_single_select()
-        clause_of_depth: list[str] = [""]
+        # per parenthesis depth: the last clause keyword seen, and whether the parenthesis
+        # is a function call's (trim(BOTH 'x' FROM 'xax'): that FROM reads no table)
+        depth: list[tuple[str, bool]] = [("", False)]
         toks = self.tokens
         i = 0
         while i < len(toks):
             tok = toks[i]
             if tok.text == "(":
-                clause_of_depth.append("")
+                depth.append(("", i > 0 and self._is_call(toks[i - 1])))
             elif tok.text == ")":
-                clause_of_depth.pop()
+                depth.pop()
             elif tok.kind == "word" and tok.text.upper() in _CLAUSE_KEYWORDS:
-                clause_of_depth[-1] = tok.text.upper()
+                depth[-1] = (tok.text.upper(), depth[-1][1])
             if tok.is_word("MATCH_RECOGNIZE") and i + 1 < len(toks) and toks[i + 1].text == "(":
                 i = self._clause(i)
                 continue
-            if tok.kind == "string" and i > 0 and self._table_position(i, clause_of_depth[-1]):
+            clause, in_call = depth[-1]
+            if tok.kind == "string" and i > 0 and not in_call and self._table_position(i, clause):
                 name = self.engine.file_table(_unquote(tok.text), tok, self.text)
                 if name is not None:
                     self._edit(tok.start, tok.end, name)
                     self.replaced[i] = name
             i += 1
         return self._apply(0, len(self.text), drop_semicolon=True)
+
+    @staticmethod
+    def _is_call(before: Token) -> bool:
+        """Whether a '(' after ``before`` opens a function call's arguments."""
+        if before.kind == "quoted":
+            return True
+        return before.kind == "word" and before.text.upper() not in _NOT_CALLS
 
     # ---- structure
     def _match_parentheses(self) -> dict[int, int]:

@@ -96,6 +96,17 @@ def test_named_tables_subqueries_and_two_clauses(ticker: Path) -> None:
     assert any(s == "b" for s, _ in want)
 
 
+def test_a_common_table_expression_as_the_source(ticker: Path) -> None:
+    statement = f"""
+        WITH acme AS (SELECT * FROM 'ticker.parquet' WHERE symbol = 'ACME'),
+             unused AS (SELECT 1 AS x)
+        SELECT count(*) AS n FROM acme {V_SHAPE} m"""
+    alone = match_recognize(pa.Table.from_pylist(TICKER), V_SHAPE).to_pylist()
+    assert run_sql(statement).to_pylist() == [{"n": sum(r["symbol"] == "ACME" for r in alone)}]
+    sub = statement.replace("FROM acme", "FROM (SELECT * FROM acme WHERE price > 0)")
+    assert run_sql(sub).to_pylist() == [{"n": sum(r["symbol"] == "ACME" for r in alone)}]
+
+
 def test_strings_comments_and_quoted_names_do_not_confuse_the_extraction(ticker: Path) -> None:
     statement = """SELECT 'MATCH_RECOGNIZE (' AS "a ) b", m."n" /* ) MATCH_RECOGNIZE ( */
         FROM 'ticker.parquet' MATCH_RECOGNIZE (  -- a comment: ) ( '

@@ -5,7 +5,8 @@
 holding the clause's result, and the rest is left to a SQL engine (DuckDB for
 ``kleene sql``, Spark SQL for :func:`kleene.spark.sql`).  The source is what
 precedes the clause after ``FROM``/``JOIN``/``,``: a table or view name
-(``flights``, ``db.flights``, ``"My Table"``), a parenthesised subquery
+(``flights``, ``db.flights``, ``"My Table"``, or a CTE of the statement's leading
+``WITH``, which is then put in front of the source's query), a parenthesised subquery
 (``(SELECT ...)``), or, where the engine reads files (``kleene sql``), a file path in
 single quotes (``'flights.parquet'``), which is also accepted as a table anywhere
 in the statement.  The text is split by :mod:`kleene.sql.tokens`, so parentheses,
@@ -90,6 +91,7 @@ class _Rewriter:
         self.matching = self._match_parentheses()
         self.edits: list[tuple[int, int, str]] = []  # (start, end, replacement), in order
         self.replaced: dict[int, str] = {}  # token index -> the relation name it became
+        self.ctes = self._cte_tokens()
 
     def run(self) -> str:
         self._check_single_select()
@@ -191,7 +193,7 @@ class _Rewriter:
                 raise error_at(self.text, toks[opening].start, where)
             self._after_from(opening, where)
             inner = self._apply(toks[opening + 1].start, toks[j].start)
-            return opening, Source(inner.strip(), None)
+            return opening, Source(self._with_ctes(i, inner.strip()), None)
         if j in self.replaced:  # a file table, already registered
             self._after_from(j, where)
             return j, Source(f"SELECT * FROM {self.replaced[j]}", self.replaced[j])
@@ -202,7 +204,27 @@ class _Rewriter:
             first -= 2
         self._after_from(first, where)
         name = self.text[toks[first].start:toks[j].end]
-        return first, Source(f"SELECT * FROM {name}", name)
+        return first, Source(self._with_ctes(i, f"SELECT * FROM {name}"), name)
+
+    def _cte_tokens(self) -> tuple[int, int] | None:
+        """The tokens of a leading ``WITH ...`` (up to the main SELECT), if any."""
+        toks = self.tokens
+        if not toks or not toks[0].is_word("WITH"):
+            return None
+        level = 0
+        for k, tok in enumerate(toks):
+            level += (tok.text == "(") - (tok.text == ")")
+            if level == 0 and k > 0 and tok.is_word("SELECT"):
+                return 0, k
+        return None
+
+    def _with_ctes(self, i: int, query: str) -> str:
+        """``query`` with the statement's WITH clause in front, when the clause at token ``i``
+        is in the main query (so its source may name a CTE)."""
+        if self.ctes is None or i < self.ctes[1]:
+            return query
+        start, end = self.tokens[self.ctes[0]].start, self.tokens[self.ctes[1]].start
+        return f"{self._apply(start, end).strip()} {query}"
 
     def _after_from(self, k: int, where: str) -> None:
         if k == 0 or not (self.tokens[k - 1].is_word(*_TABLE_BEFORE) or self.tokens[k - 1].text == ","):

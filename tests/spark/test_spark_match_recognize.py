@@ -112,19 +112,20 @@ def test_ties_in_order_by_keep_the_input_order(spark: Any) -> None:
     assert len(got) > 50
 
 
-def test_sql_statement_with_views_subqueries_and_joins(spark: Any) -> None:
+def test_sql_statement_with_views_ctes_subqueries_and_joins(spark: Any) -> None:
     import kleene.spark
 
     spark.createDataFrame(TICKER).createOrReplaceTempView("ticker")
     spark.createDataFrame([("ACME", "Acme Corp"), ("XYZ", "Xyz Inc")],
                           "symbol string, company string").createOrReplaceTempView("names")
     statement = f"""
+        WITH xyz AS (SELECT * FROM ticker WHERE symbol = 'XYZ')
         SELECT n.company, count(*) AS matches
         FROM ticker MATCH_RECOGNIZE ({V_SHAPE}) AS m
         JOIN names n ON n.symbol = m.symbol
         GROUP BY n.company
         UNION ALL
-        SELECT 'only XYZ', count(*) FROM (SELECT * FROM ticker WHERE symbol = 'XYZ')
+        SELECT 'only XYZ', count(*) FROM (SELECT * FROM xyz WHERE price > 0)
             MATCH_RECOGNIZE ({V_SHAPE}) x"""
     got = sorted(tuple(r) for r in kleene.spark.sql(spark, statement).collect())
     alone = evaluate_clause(parse(V_SHAPE), TICKER).to_pylist()

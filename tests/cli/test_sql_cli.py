@@ -110,3 +110,23 @@ def test_without_duckdb_the_message_names_the_extra(data: Path) -> None:
     assert done.returncode == 1
     assert "pip install 'kleene[sql]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """README.md's `kleene sql` example, on Oracle's ACME rows (E1 of the spec note)."""
+    import datetime as dt
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    acme = [12, 17, 19, 21, 25, 12, 15, 20, 24, 25, 19, 15, 25, 25, 14, 12, 14, 24, 23, 22]
+    pq.write_table(pa.Table.from_pylist(
+        [{"symbol": "ACME", "tstamp": dt.date(2011, 4, d + 1), "price": p}
+         for d, p in enumerate(acme)]), tmp_path / "ticker.parquet")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("**`kleene sql`**", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    argv = shlex.split(block)
+    assert argv[:2] == ["kleene", "sql"]
+    assert main(argv[1:]) == 0
+    out = pq.read_table(tmp_path / "matches.parquet").to_pylist()
+    assert [(r["start_tstamp"], r["end_tstamp"]) for r in out] == [
+        (dt.date(2011, 4, 11), dt.date(2011, 4, 13)), (dt.date(2011, 4, 14), dt.date(2011, 4, 18))]

@@ -1,5 +1,9 @@
 """kleene on Spark: CEQL over DataFrames, in batch (:func:`detect`) and streaming (:func:`detect_stream`).
 
+MATCH_RECOGNIZE in batch: :func:`match_recognize` (a clause over a DataFrame) and
+:func:`sql` (a statement whose clauses run on kleene, the rest on Spark SQL), in
+:mod:`kleene.spark.recognize`.
+
 Importing this package imports PySpark (and finds pandas), the optional extra
 ``kleene[spark]``; without them it raises
 :class:`~kleene.language.errors.MissingDependencyError` saying what to

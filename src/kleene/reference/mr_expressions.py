@@ -161,7 +161,10 @@ def _navigate(e: ast.Nav, f: Frame) -> Any:
     target = base - e.steps if e.kind == "PREV" else base + e.steps
     if not 0 <= target < len(f.rows):
         return None
-    return _eval(inner, f, target)
+    # A physical step reads the target row as the match labelled it: in MEASURES the match is
+    # complete, so NEXT(CLASSIFIER()) sees the next row's label even under RUNNING (Trino
+    # testClassifierFunctionPastCurrentRow); in DEFINE no label exists past the current row.
+    return _eval(inner, replace(f, limit=len(f.labels)), target)
 
 
 def _aggregate(e: ast.Aggregate, f: Frame) -> Any:

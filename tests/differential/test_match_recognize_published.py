@@ -12,6 +12,9 @@ example (never computed with kleene).  Sources:
   reference page ``docs/src/main/sphinx/sql/match-recognize.md`` prints no result rows, so its
   published results are its test suite's).  Trino's ``matches`` compares rows as a multiset;
   so does :func:`same_rows`.
+- ``SF-REF``: Snowflake, https://docs.snowflake.com/en/sql-reference/constructs/match_recognize
+  (§"Examples"); ``SF-INTRO``: https://docs.snowflake.com/en/user-guide/match-recognize-introduction
+  (both read from a public Markdown copy of the pages in the code index).
 - ``TRINO-AGG``: trinodb/trino
   ``core/trino-main/src/test/java/io/trino/sql/query/TestAggregationsInRowPatternMatching.java``.
 
@@ -973,6 +976,249 @@ example(f"{AGG.lower()}_testRunningAndFinalAggregations",
         note="the 8 published rows, written as the pattern they follow")
 
 
+# ---------------------------------------------------------------- Snowflake
+
+SF_PRICES = {"ABCD": [50, 36, 39, 42, 30, 47, 71, 80, 75, 63],
+             "XYZ": [89, 24, 37, 63, 65, 56, 50, 54, 30, 32]}
+SF_ROWS = [{"company": c, "price_date": dt.date(2020, 10, d + 1), "price": p}
+           for d in range(10) for c, prices in SF_PRICES.items() for p in [prices[d]]]
+STOCK = table(SF_ROWS)
+ABCD_ONLY = table([r for r in SF_ROWS if r["company"] == "ABCD"])
+STOCK_WITH_AVG = table([{**r, "avg_price": sum(SF_PRICES[r["company"]]) / 10} for r in SF_ROWS])
+SF_REF = "SF-REF"
+SF_INTRO = "SF-INTRO"
+LAG_NOTE = "LAG(price) written PREV(price) (kleene has the standard's PREV, not Snowflake's LAG)"
+SEQ_NOTE = "MATCH_SEQUENCE_NUMBER() left out (Snowflake's extension)"
+AVG_NOTE = ("DEFINE's window function avg(price) OVER (rows between unbounded preceding and "
+            "unbounded following) is given as an input column avg_price, the partition's mean "
+            "of the published prices (ABCD 53.3, XYZ 50.0): kleene has no window functions")
+
+
+def oct20(day: int) -> dt.date:
+    return dt.date(2020, 10, day)
+
+
+example("snowflake_v_shape_summary", f"{SF_REF} §'Report one summary row for each V shape'",
+        STOCK, """
+    PARTITION BY company
+    ORDER BY price_date
+    MEASURES MATCH_NUMBER() AS match_number, FIRST(price_date) AS start_date,
+             LAST(price_date) AS end_date, COUNT(*) AS rows_in_sequence,
+             COUNT(row_with_price_decrease.*) AS num_decreases,
+             COUNT(row_with_price_increase.*) AS num_increases
+    ONE ROW PER MATCH
+    AFTER MATCH SKIP TO LAST row_with_price_increase
+    PATTERN (row_before_decrease row_with_price_decrease+ row_with_price_increase+)
+    DEFINE row_with_price_decrease AS price < PREV(price),
+           row_with_price_increase AS price > PREV(price)""",
+        ("company", "match_number", "start_date", "end_date", "rows_in_sequence",
+         "num_decreases", "num_increases"),
+        [("ABCD", 1, oct20(1), oct20(4), 4, 1, 2), ("ABCD", 2, oct20(4), oct20(8), 5, 1, 3),
+         ("XYZ", 1, oct20(1), oct20(5), 5, 1, 3), ("XYZ", 2, oct20(5), oct20(8), 4, 2, 1),
+         ("XYZ", 3, oct20(8), oct20(10), 3, 1, 1)], note=LAG_NOTE)
+example("snowflake_all_rows_one_company", f"{SF_REF} §'Report all rows for all matches for one "
+        "company'", ABCD_ONLY, """
+    ORDER BY price_date
+    MEASURES MATCH_NUMBER() AS match_number, CLASSIFIER() AS cl
+    ALL ROWS PER MATCH
+    PATTERN (ANY_ROW UP+)
+    DEFINE ANY_ROW AS TRUE, UP AS price > PREV(price)""",
+        ("price_date", "match_number", "price", "cl"),
+        [(oct20(2), 1, 36, "ANY_ROW"), (oct20(3), 1, 39, "UP"), (oct20(4), 1, 42, "UP"),
+         (oct20(5), 2, 30, "ANY_ROW"), (oct20(6), 2, 47, "UP"), (oct20(7), 2, 71, "UP"),
+         (oct20(8), 2, 80, "UP")],
+        note=f"{LAG_NOTE}; {SEQ_NOTE}; the source's subquery WHERE company = 'ABCD' is the input")
+example("snowflake_omit_empty_matches", f"{SF_REF} §'Omit empty matches'", STOCK_WITH_AVG, """
+    PARTITION BY company
+    ORDER BY price_date
+    MEASURES MATCH_NUMBER() AS match_number
+    ALL ROWS PER MATCH OMIT EMPTY MATCHES
+    PATTERN (OVERAVG*)
+    DEFINE OVERAVG AS price > avg_price""", ("company", "price_date", "price", "match_number"),
+        [("ABCD", oct20(7), 71, 7), ("ABCD", oct20(8), 80, 7), ("ABCD", oct20(9), 75, 7),
+         ("ABCD", oct20(10), 63, 7), ("XYZ", oct20(1), 89, 1), ("XYZ", oct20(4), 63, 4),
+         ("XYZ", oct20(5), 65, 4), ("XYZ", oct20(6), 56, 4), ("XYZ", oct20(8), 54, 6)],
+        note=AVG_NOTE)
+SF_UNMATCHED = {("ABCD", d): (1, "OVERAVG") for d in (7, 8, 9, 10)} | {
+    ("XYZ", 1): (1, "OVERAVG"), ("XYZ", 4): (2, "OVERAVG"), ("XYZ", 5): (2, "OVERAVG"),
+    ("XYZ", 6): (2, "OVERAVG"), ("XYZ", 8): (3, "OVERAVG")}
+example("snowflake_with_unmatched_rows", f"{SF_REF} §'Demonstrate the WITH UNMATCHED ROWS "
+        "option'", STOCK_WITH_AVG, """
+    PARTITION BY company
+    ORDER BY price_date
+    MEASURES MATCH_NUMBER() AS match_number, CLASSIFIER() AS cl
+    ALL ROWS PER MATCH WITH UNMATCHED ROWS
+    PATTERN (OVERAVG+)
+    DEFINE OVERAVG AS price > avg_price""",
+        ("company", "price_date", "price", "match_number", "cl"),
+        [(c, oct20(d), SF_PRICES[c][d - 1], *SF_UNMATCHED.get((c, d), (None, None)))
+         for c in ("ABCD", "XYZ") for d in range(1, 11)],
+        note=AVG_NOTE + "; the 20 published rows: the 9 above the mean in matches 1 (ABCD) and "
+                        "1-3 (XYZ), the rest unmatched with NULL measures")
+example("snowflake_symbol_predicates_in_measures", f"{SF_REF} §'Demonstrate symbol predicates "
+        "in the MEASURES clause'", STOCK, """
+    PARTITION BY company
+    ORDER BY price_date
+    MEASURES FINAL FIRST(LT45.price) AS final_first_lt45, FINAL LAST(LT45.price) AS final_last_lt45
+    ALL ROWS PER MATCH
+    AFTER MATCH SKIP PAST LAST ROW
+    PATTERN (LT45 LT45)
+    DEFINE LT45 AS price < 45.00""",
+        ("company", "price_date", "price", "final_first_lt45", "final_last_lt45"),
+        [("ABCD", oct20(2), 36, 36, 39), ("ABCD", oct20(3), 39, 36, 39),
+         ("ABCD", oct20(4), 42, 42, 30), ("ABCD", oct20(5), 30, 42, 30)],
+        note="measure names without quotes; the outer WHERE company = 'ABCD' is applied to the "
+             "output", only=lambda r: r["company"] == "ABCD")
+
+SF_DIP = """
+    PARTITION BY company
+    ORDER BY price_date
+    {measures}
+    ALL ROWS PER MATCH
+    PATTERN ({pattern})
+    DEFINE LESS_THAN_45 AS price < 45.00,
+           DECREASED_10_PERCENT AS PREV(price) * 0.90 >= price,
+           INCREASED_05_PERCENT AS PREV(price) * 1.05 <= price"""
+example("snowflake_dip_and_recovery", f"{SF_INTRO} §'Defining the Pattern of Rows to Match'",
+        STOCK, SF_DIP.format(measures="", pattern="LESS_THAN_45 DECREASED_10_PERCENT "
+                                                  "INCREASED_05_PERCENT"),
+        ("company", "price_date", "price"),
+        [("ABCD", oct20(4), 42), ("ABCD", oct20(5), 30), ("ABCD", oct20(6), 47)], note=LAG_NOTE)
+example("snowflake_dip_and_recovery_excluded", f"{SF_INTRO} §'Excluding Rows from the Output'",
+        STOCK, SF_DIP.format(measures="", pattern="LESS_THAN_45 {- DECREASED_10_PERCENT -} "
+                                                  "INCREASED_05_PERCENT"),
+        ("company", "price_date", "price"), [("ABCD", oct20(4), 42), ("ABCD", oct20(6), 47)],
+        note=LAG_NOTE)
+example("snowflake_match_information", f"{SF_INTRO} §'Basic Match Information'", STOCK,
+        SF_DIP.format(measures="MEASURES MATCH_NUMBER() AS match_no, CLASSIFIER() AS symbol",
+                      pattern="LESS_THAN_45 DECREASED_10_PERCENT INCREASED_05_PERCENT"),
+        ("company", "price_date", "price", "match_no", "symbol"),
+        [("ABCD", oct20(4), 42, 1, "LESS_THAN_45"), ("ABCD", oct20(5), 30, 1, "DECREASED_10_PERCENT"),
+         ("ABCD", oct20(6), 47, 1, "INCREASED_05_PERCENT")],
+        note=f"{LAG_NOTE}; {SEQ_NOTE}; CLASSIFIER written with its parentheses; plain names")
+for pattern, define, rows in [("^ GT60", "GT60 AS price > 60.00", [("XYZ", oct20(1), 89, 1)]),
+                              ("GT50 $", "GT50 AS price > 50.00", [("ABCD", oct20(10), 63, 1)])]:
+    example(f"snowflake_anchor {pattern}", f"{SF_INTRO} §'Matching Patterns Relative to the "
+            "Beginning or End of a Partition'", STOCK, f"""
+        PARTITION BY company
+        ORDER BY price_date
+        MEASURES MATCH_NUMBER() AS match_no
+        ALL ROWS PER MATCH
+        PATTERN ({pattern})
+        DEFINE {define}""", ("company", "price_date", "price", "match_no"), rows,
+            note=SEQ_NOTE)
+SF_UP_UP = """
+    PARTITION BY company
+    ORDER BY price_date
+    MEASURES MATCH_NUMBER() AS match_no, COUNT(*) AS num_rows
+    {rows}
+    PATTERN (LESS_THAN_45 UP UP)
+    DEFINE LESS_THAN_45 AS price < 45.00, UP AS price > PREV(price)"""
+example("snowflake_all_rows_per_match", f"{SF_INTRO} §'Generating One Row for Each Match vs "
+        "Generating All Rows for Each Match'", STOCK, SF_UP_UP.format(rows="ALL ROWS PER MATCH"),
+        ("company", "price_date", "price", "match_no", "num_rows"),
+        [("ABCD", oct20(2), 36, 1, 1), ("ABCD", oct20(3), 39, 1, 2), ("ABCD", oct20(4), 42, 1, 3),
+         ("ABCD", oct20(5), 30, 2, 1), ("ABCD", oct20(6), 47, 2, 2), ("ABCD", oct20(7), 71, 2, 3)],
+        note=f"{LAG_NOTE}; {SEQ_NOTE}; the outer WHERE company = 'ABCD' is applied to the output",
+        only=lambda r: r["company"] == "ABCD")
+example("snowflake_one_row_per_match", f"{SF_INTRO} §'Generating One Row for Each Match vs "
+        "Generating All Rows for Each Match'", STOCK, SF_UP_UP.format(rows="ONE ROW PER MATCH"),
+        ("company", "match_no", "num_rows"), [("ABCD", 1, 3), ("ABCD", 2, 3)],
+        note=f"{LAG_NOTE}; {SEQ_NOTE}; the outer WHERE company = 'ABCD' is applied to the output",
+        only=lambda r: r["company"] == "ABCD")
+SF_UP_DOWN = """
+    PARTITION BY company
+    ORDER BY price_date
+    ALL ROWS PER MATCH
+    PATTERN ({pattern})
+    DEFINE LESS_THAN_45 AS price < 45.00, UP AS price > PREV(price), DOWN AS price < PREV(price)"""
+example("snowflake_rise_then_fall", f"{SF_INTRO} §'Excluding Rows from the Output'", STOCK,
+        SF_UP_DOWN.format(pattern="LESS_THAN_45 UP UP* DOWN DOWN*"),
+        ("company", "price_date", "price"),
+        [("XYZ", oct20(d), SF_PRICES["XYZ"][d - 1]) for d in range(2, 8)],
+        note=f"{LAG_NOTE}; the outer WHERE company = 'XYZ' is applied to the output",
+        only=lambda r: r["company"] == "XYZ")
+example("snowflake_rise_then_fall_excluded", f"{SF_INTRO} §'Excluding Rows from the Output'",
+        STOCK, SF_UP_DOWN.format(pattern="{- LESS_THAN_45 -} UP {- UP* -} DOWN {- DOWN* -}"),
+        ("company", "price_date", "price"), [("XYZ", oct20(3), 37)],
+        extra=[("XYZ", oct20(6), 56)],
+        note=f"{LAG_NOTE}; the outer WHERE company = 'XYZ' is applied to the output. The page's "
+             "table shows only 10-03 (the first UP), but its text says the query shows 'the first "
+             "day the stock rose ... and only the first day it dropped', and the match (10-02 to "
+             "10-07, as the unexcluded query prints) maps DOWN to 10-06 outside any exclusion: "
+             "kleene outputs both, as the text says",
+        only=lambda r: r["company"] == "XYZ")
+example("snowflake_frame_edges", f"{SF_INTRO} §'Windows, Window Frames, and Navigational "
+        "Functions'", STOCK, """
+    PARTITION BY company
+    ORDER BY price_date
+    MEASURES FIRST(price_date) AS first_date, LAST(price_date) AS last_date,
+             MATCH_NUMBER() AS match_no, CLASSIFIER() AS classifier
+    ALL ROWS PER MATCH
+    AFTER MATCH SKIP TO NEXT ROW
+    PATTERN (CURRENT_ROW T2 T3)
+    DEFINE CURRENT_ROW AS TRUE, T2 AS TRUE, T3 AS TRUE""",
+        ("company", "price_date", "first_date", "last_date", "match_no", "classifier"),
+        [(c, oct20(m + k), oct20(m), oct20(m + k), m, ("CURRENT_ROW", "T2", "T3")[k])
+         for c in ("ABCD", "XYZ") for m in range(1, 9) for k in range(3)],
+        note="the 48 published rows, written as the ranges they enumerate. Lag(price_date) and "
+             "Lead(price_date) are left out: Snowflake's LAG/LEAD in MEASURES see only the "
+             "match (NULL at its edges), where the standard's PREV/NEXT read the partition")
+example("snowflake_multi_day_increases", f"{SF_INTRO} §'Find Multi-Day Price Increases'", STOCK,
+        """
+    PARTITION BY company
+    ORDER BY price_date
+    MEASURES MATCH_NUMBER() AS match_no
+    ALL ROWS PER MATCH
+    PATTERN (MINIMUM_37 UP UP)
+    DEFINE MINIMUM_37 AS price >= 37.00, UP AS price > PREV(price)""",
+        ("company", "price_date", "price", "match_no"),
+        [("ABCD", oct20(6), 47, 1), ("ABCD", oct20(7), 71, 1), ("ABCD", oct20(8), 80, 1),
+         ("XYZ", oct20(3), 37, 1), ("XYZ", oct20(4), 63, 1), ("XYZ", oct20(5), 65, 1)],
+        note=f"{LAG_NOTE}; {SEQ_NOTE}")
+example("snowflake_permute", f"{SF_INTRO} §'Demonstrate the PERMUTE Operator'", STOCK, """
+    PARTITION BY company
+    ORDER BY price_date
+    MEASURES MATCH_NUMBER() AS match_number, FIRST(price_date) AS start_date,
+             LAST(price_date) AS end_date, COUNT(up.price) AS ups, COUNT(*) AS price_count,
+             LAST(CLASSIFIER()) = 'DOWN' AS up_spike
+    AFTER MATCH SKIP TO NEXT ROW
+    PATTERN (ANY_ROW PERMUTE(UP{2}, DOWN+))
+    DEFINE ANY_ROW AS TRUE, UP AS price > PREV(price), DOWN AS price < PREV(price)""",
+        ("company", "match_number", "start_date", "end_date", "ups", "price_count", "up_spike"),
+        [("ABCD", 1, oct20(1), oct20(4), 2, 4, False), ("ABCD", 2, oct20(2), oct20(5), 2, 4, True),
+         ("ABCD", 3, oct20(4), oct20(7), 2, 4, False), ("ABCD", 4, oct20(6), oct20(10), 2, 5, True),
+         ("XYZ", 1, oct20(1), oct20(4), 2, 4, False), ("XYZ", 2, oct20(3), oct20(7), 2, 5, True)],
+        note=f"{LAG_NOTE}; measure names quoted in the source written plainly, AS added before "
+             "up_spike")
+example("snowflake_w_shapes_skip_to_next_row", f"{SF_INTRO} §'Demonstrate the SKIP TO NEXT ROW "
+        "Option'", STOCK, """
+    PARTITION BY company
+    ORDER BY price_date
+    MEASURES MATCH_NUMBER() AS match_number, FIRST(price_date) AS start_date,
+             LAST(price_date) AS end_date, COUNT(*) AS price_count
+    AFTER MATCH SKIP TO NEXT ROW
+    PATTERN (ANY_ROW DOWN+ UP+ DOWN+ UP+)
+    DEFINE ANY_ROW AS TRUE, UP AS price > PREV(price), DOWN AS price < PREV(price)""",
+        ("company", "match_number", "start_date", "end_date", "price_count"),
+        [("ABCD", 1, oct20(1), oct20(8), 8), ("XYZ", 1, oct20(1), oct20(8), 8),
+         ("XYZ", 2, oct20(5), oct20(10), 6), ("XYZ", 3, oct20(6), oct20(10), 5)], note=LAG_NOTE)
+example("snowflake_w_shapes_excluding_falls", f"{SF_INTRO} §'Exclusion Syntax'", STOCK, """
+    PARTITION BY company
+    ORDER BY price_date
+    MEASURES MATCH_NUMBER() AS match_number, CLASSIFIER() AS cl, COUNT(*) AS price_count
+    ALL ROWS PER MATCH
+    PATTERN (ANY_ROW {- DOWN+ -} UP+ {- DOWN+ -} UP+)
+    DEFINE ANY_ROW AS TRUE, UP AS price > PREV(price), DOWN AS price < PREV(price)""",
+        ("company", "price_date", "price", "match_number", "cl", "price_count"),
+        [("ABCD", oct20(1), 50, 1, "ANY_ROW", 1), ("ABCD", oct20(3), 39, 1, "UP", 3),
+         ("ABCD", oct20(4), 42, 1, "UP", 4), ("ABCD", oct20(6), 47, 1, "UP", 6),
+         ("ABCD", oct20(7), 71, 1, "UP", 7), ("ABCD", oct20(8), 80, 1, "UP", 8),
+         ("XYZ", oct20(1), 89, 1, "ANY_ROW", 1), ("XYZ", oct20(3), 37, 1, "UP", 3),
+         ("XYZ", oct20(4), 63, 1, "UP", 4), ("XYZ", oct20(5), 65, 1, "UP", 5),
+         ("XYZ", oct20(8), 54, 1, "UP", 8)], note=LAG_NOTE)
+
+
 # ---------------------------------------------------------------- published errors
 
 @dataclass(frozen=True)
@@ -1090,7 +1336,7 @@ def test_trino_running_first_past_the_current_row(
 
 def test_every_example_names_its_source_and_the_count() -> None:
     """The catalogue in docs/match_recognize.md counts these; keep them in step."""
-    assert all(e.source.split()[0] in {"ORA", "FLINK", "TRINO", "TRINO-AGG"}
+    assert all(e.source.split()[0] in {"ORA", "FLINK", "TRINO", "TRINO-AGG", "SF-REF", "SF-INTRO"}
                for e in EXAMPLES + ERRORS)
     names = [e.name for e in EXAMPLES] + [e.name for e in ERRORS]
     assert len(names) == len(set(names))

@@ -160,9 +160,11 @@ example(
     DEFINE A AS A.price >= AVG(A.price)""",
     ("id", "r_avg", "f_avg"),
     [(1, 10.0, 13.0), (2, 13.0, 13.0), (3, 13.0, 13.0)],
-    note="the chapter's table R1-R4 (prices 10 16 13 9): R1-R3 map to A, R4 fails "
-         "(9 < 12); it prints that one match, so only match 1 is compared (R4 starts "
-         "another). ORDER BY id added: the table gives rows, not a key",
+    note="the chapter's table R1-R4 (prices 10 16 13 9), read from a public Korean study "
+         "note that reproduces the chapter (code index; the chapter's own page was reachable "
+         "only in part): R1-R3 map to A with running averages 10, 13, 13 and final 13, R4 "
+         "fails (9 < 12); the table shows that one match, so only match 1 is compared (R4 "
+         "starts another). ORDER BY id added: the table gives rows, not a key",
     only=lambda r: r["mno"] == 1,
 )
 

@@ -196,6 +196,25 @@ example(
     note=DERIVED + "; prices as floats: Oracle's NUMBER divides exactly, where kleene's "
                    "integer / truncates",
 )
+example(
+    "oracle_drop_and_recovery", "ORA §'Examples of Pattern Matching', a drop of more than 8% "
+    "and the recovery", TICKER3WAVE, """
+    PARTITION BY symbol ORDER BY tstamp
+    MEASURES A.tstamp AS start_timestamp, A.price AS start_price, B.price AS drop_price,
+             COUNT(C.*) + 1 AS cnt_days, D.tstamp AS end_timestamp, D.price AS end_price
+    ONE ROW PER MATCH
+    AFTER MATCH SKIP PAST LAST ROW
+    PATTERN (A B C* D)
+    DEFINE B AS (B.price - A.price) / A.price < -0.08,
+           C AS C.price < A.price,
+           D AS D.price >= A.price""",
+    ("symbol", "start_timestamp", "start_price", "drop_price", "cnt_days", "end_timestamp",
+     "end_price"),
+    [("ACME", apr11(1), 1000.0, 775.0, 11, apr11(13), 1100.0),
+     ("ACME", apr11(14), 800.0, 550.0, 1, apr11(16), 800.0)],
+    note=DERIVED + "; prices as floats (see oracle_large_price_dips); from 18 Apr the drop to "
+                   "600 never recovers",
+)
 TICKERVU = table([{"symbol": "ACME", "tstamp": apr11(d + 1), "price": p} for d, p in
                   enumerate([12, 17, 19, 21, 25, 12, 15, 20, 24, 25, 19, 15, 25, 25, 14, 12, 12,
                              24, 23, 22])])

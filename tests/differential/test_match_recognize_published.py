@@ -26,7 +26,8 @@ linear-time engine) is one line there.  Adaptations (a missing comma, an ORDER B
 an example whose input has none, dates as Python values instead of Oracle's printed
 ``05-APR-11``) are stated in the example's note; published results kleene does not reproduce
 are divergences, each explained (docs/semantics.md, "MATCH_RECOGNIZE"); the two ``kleene sql``
-bugs these examples found are strict xfails (``Example.sql_bug``).  The list of
+bugs these examples found (``$A$`` in PATTERN read as a dollar-quoted string, an empty
+Parquet file read without its columns) are fixed.  The list of
 examples is in docs/match_recognize.md, "Published examples".
 
 Size: over 500 lines because it is a catalogue of transcribed data (one entry per published
@@ -94,8 +95,6 @@ class Example:
     """Keep only the output rows the source prints (e.g. one match of several)."""
     extra: list[tuple[Any, ...]] = field(default_factory=list)
     """Rows kleene adds to the published ones: a documented divergence (see ``note``)."""
-    sql_bug: str = ""
-    """A known ``kleene sql`` bug this example shows: a strict xfail for that evaluator."""
 
 
 def table(rows: Sequence[Row], schema: pa.Schema | None = None) -> pa.Table:
@@ -467,12 +466,9 @@ ROW_PATTERN_CASES: list[tuple[str, list[tuple[Any, ...]]]] = [
     ("PATTERN (((A) (B (C)))) DEFINE B AS B.value < PREV (B.value), "
      "C AS C.value = PREV (C.value)", [(2, 1, 80, "A"), (3, 1, 70, "B"), (4, 1, 70, "C")]),
 ]
-DOLLAR_BUG = ("kleene sql's tokenizer (kleene.sql.tokens) reads `$A$` inside PATTERN as a "
-              "dollar-quoted string and refuses the statement; `$ A $` works")
 for pattern, expected in ROW_PATTERN_CASES:
     example(f"trino_testRowPattern {pattern.split(' DEFINE')[0]}", "TRINO testRowPattern",
-            T_ROWS_4, T_ALL.format(pattern=pattern), T_COLUMNS, expected,
-            sql_bug=DOLLAR_BUG if "$A$" in pattern else "")
+            T_ROWS_4, T_ALL.format(pattern=pattern), T_COLUMNS, expected)
 
 B_ALL = [(2, 1, 80, "B"), (3, 1, 70, "B"), (4, 1, 70, "B")]
 B_EACH = [(2, 1, 80, "B"), (3, 2, 70, "B"), (4, 3, 70, "B")]
@@ -748,9 +744,7 @@ example("trino_testPartitioningAndOrdering partitions", "TRINO testPartitioningA
         [("p1", 2, 1, 90, "B"), ("p1", 3, 1, 80, "B"), ("p1", 6, 2, 90, "B"),
          ("p2", 3, 1, 20, "B")])
 example("trino_testPartitioningAndOrdering empty input", "TRINO testPartitioningAndOrdering",
-        id_part_value(), T_PARTS, ("part", "id", "match", "val", "label"), [],
-        sql_bug="kleene's Parquet reader (kleene.io.readers.read_table) returns an empty file "
-                "without its columns, and DuckDB refuses to register a table with none")
+        id_part_value(), T_PARTS, ("part", "id", "match", "val", "label"), [])
 example("trino_testPartitioningAndOrdering no partitioning",
         "TRINO testPartitioningAndOrdering",
         table([{"id": i, "value": v} for i, v in [(5, 10), (2, 90), (1, 80), (4, 20), (3, 30)]]),
@@ -1343,15 +1337,9 @@ def output(out: pa.Table, example: Example) -> tuple[Counter[tuple[Any, ...]],
 
 
 def example_params() -> list[Any]:
-    """Every (example, evaluator) pair; a known ``kleene sql`` bug is a strict xfail."""
-    params = []
-    for e in EXAMPLES:
-        for evaluator in EVALUATORS:
-            (evaluate,) = evaluator.values
-            marks = [pytest.mark.xfail(strict=True, reason=e.sql_bug)] if (
-                e.sql_bug and evaluate is by_kleene_sql) else []
-            params.append(pytest.param(e, evaluate, marks=marks, id=f"{e.name}-{evaluator.id}"))
-    return params
+    """Every (example, evaluator) pair."""
+    return [pytest.param(e, evaluator.values[0], id=f"{e.name}-{evaluator.id}")
+            for e in EXAMPLES for evaluator in EVALUATORS]
 
 
 @pytest.mark.parametrize(("example", "evaluate"), example_params())

@@ -184,6 +184,22 @@ def test_tokens_concatenate_back_to_the_text() -> None:
         "punct", "number"]
 
 
+def test_dollar_is_an_anchor_inside_a_row_pattern_and_a_quote_outside() -> None:
+    text = "SELECT $t$ ) $t$ FROM x MATCH_RECOGNIZE (PATTERN ($A$ | (^B)) DEFINE A AS '$A$')"
+    tokens = [t for t in tokenize(text) if t.significant]
+    assert [t.text for t in tokens if t.kind == "string"] == ["$t$ ) $t$", "'$A$'"]
+    pattern = [t.text for t in tokens][7:16]
+    assert pattern == ["(", "$", "A", "$", "|", "(", "^", "B", ")"]
+
+
+def test_an_empty_parquet_file_keeps_its_columns(tmp_path: Path) -> None:
+    path = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"id": pa.array([], pa.int64()), "v": pa.array([], pa.string())}), path)
+    out = run_sql(f"SELECT * FROM '{path}' MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
+                  "PATTERN (A+)) AS m")
+    assert out.num_rows == 0 and out.column_names == ["n"]
+
+
 def records(case: Case) -> pa.Table:
     return pa.Table.from_pylist(case.records())
 

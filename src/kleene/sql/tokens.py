@@ -2,7 +2,8 @@
 
 Not a SQL parser: it only splits the text into words, quoted identifiers
 (``"x"`` and Spark's backquoted ```x```), string literals (``'it''s'``, and
-``$tag$...$tag$`` as DuckDB/PostgreSQL write them), numbers, comments
+``$tag$...$tag$`` as DuckDB/PostgreSQL write them, except inside a row pattern,
+``PATTERN ( ... )``, where ``$`` is the partition-end anchor: ``(^A$)``), numbers, comments
 (``-- ...`` and nested ``/* ... */``), whitespace and punctuation, each with its
 offset, line and column, so that a parenthesis inside a string or a comment is
 never counted and an error can point at the text.  An unterminated string,
@@ -63,9 +64,16 @@ def tokenize(text: str) -> list[Token]:
     concatenate back to ``text``)."""
     tokens: list[Token] = []
     i, n = 0, len(text)
+    pattern_depth = 0  # > 0 inside PATTERN ( ... ): parentheses still open there
     while i < n:
         c = text[i]
-        if m := _SPACE.match(text, i):
+        if pattern_depth and c in "()":
+            pattern_depth += 1 if c == "(" else -1
+            tokens.append(Token("punct", c, i, i + 1))
+        elif c == "(" and _after_pattern_keyword(tokens):
+            pattern_depth = 1
+            tokens.append(Token("punct", c, i, i + 1))
+        elif m := _SPACE.match(text, i):
             tokens.append(Token("space", m.group(), i, m.end()))
         elif text.startswith("--", i):
             end = text.find("\n", i)
@@ -77,7 +85,7 @@ def tokenize(text: str) -> list[Token]:
         elif c in "'\"`":
             end = _quoted_end(text, i, c)
             tokens.append(Token("string" if c == "'" else "quoted", text[i:end], i, end))
-        elif c == "$" and (m := _DOLLAR.match(text, i)):
+        elif c == "$" and not pattern_depth and (m := _DOLLAR.match(text, i)):
             close = text.find(m.group(), m.end())
             if close < 0:
                 raise error_at(text, i, f"unterminated dollar-quoted string: no closing {m.group()}")
@@ -92,6 +100,14 @@ def tokenize(text: str) -> list[Token]:
             tokens.append(Token("punct", text[i:i + width], i, i + width))
         i = tokens[-1].end
     return tokens
+
+
+def _after_pattern_keyword(tokens: list[Token]) -> bool:
+    """Whether the last significant token is the word PATTERN (a row pattern opens)."""
+    for token in reversed(tokens):
+        if token.significant:
+            return token.is_word("PATTERN")
+    return False
 
 
 def _quoted_end(text: str, start: int, quote: str) -> int:

@@ -158,8 +158,7 @@ class Evaluable:
         watch = NameWatch(self.options, [plan for _, plan in named])
         for batch in batches:
             watch.add(batch)
-        for name, plan in named:
-            watch.check(plan, name)
+        watch.check([(plan, name) for name, plan in named])
 
     def _check_file_names(self, source: Any) -> None:
         """Under ``strict_types``, a file's type and stream columns checked before the run."""

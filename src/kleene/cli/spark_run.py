@@ -101,8 +101,14 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
     # Imported here, not at the top: PySpark and pandas are an optional extra (kleene[spark]),
     # about 0.3 s to import, and no other command needs them.  Without them this raises
     # MissingDependencyError, which names what to install.
-    from kleene.spark import active_session, detect, local_session  # first: says what to install
+    from kleene.spark import (  # first: says what to install
+        active_session,
+        detect,
+        local_session,
+        stop_session,
+    )
     from kleene.spark.output import json_lines, layout, write
+    from kleene.spark.session import DRIVER_JAVA_OPTIONS, DUMP_OPTION
 
     from py4j.protocol import Py4JJavaError  # isort: skip
     from pyspark.errors import PySparkException  # isort: skip
@@ -116,7 +122,16 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = warnings_to_log(log_file)
             spark = local_session(
-                args.master, app_name="kleene run", log_file=log_file, quick_jit=quick_jit(args.input, fmt)
+                args.master, app_name="kleene run", log_file=log_file,
+                quick_jit=quick_jit(args.input, fmt),
+                class_archive=getattr(args, "class_archive", True),
+            )
+        building = DUMP_OPTION in str(spark.conf.get(DRIVER_JAVA_OPTIONS, ""))
+        if building:
+            print(
+                "kleene run: this first run on Spark also builds the JVM's class archive, "
+                "so that the next ones start faster (about 30 CPU-seconds, once)",
+                file=stderr,
             )
     else:
         spark = local_session(args.master, app_name="kleene run")
@@ -152,8 +167,8 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
     finally:
         if not owned:
             spark.conf.set(NANOS_AS_LONG, saved_nanos)
-        else:
-            spark.stop()
+        elif stop_session(spark) is not None:
+            print("kleene run: Spark's class archive is built", file=stderr)
     return EXIT_OK
 
 

@@ -35,7 +35,7 @@ if not _pandas_found:
     )
 
 from kleene.spark.batch import DEFAULT_QUERY_NAME, detect, output_schema, plan_for, query_name
-from kleene.spark.session import active_session, ensure_importable, local_session
+from kleene.spark.session import active_session, ensure_importable, local_session, stop_session
 
 
 def __getattr__(name: str) -> Any:
@@ -53,6 +53,7 @@ __all__ = [
     "detect_stream",
     "ensure_importable",
     "local_session",
+    "stop_session",
     "output_schema",
     "plan_for",
     "query_name",

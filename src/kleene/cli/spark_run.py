@@ -59,7 +59,12 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
     if len(parse(query_text).queries) != 1:
         raise UsageError("--engine spark runs one query over one input")
     if (args.on_bad_row and args.on_bad_row != ["error"]) or args.quarantine:
-        raise UsageError("--engine spark supports only --on-bad-row error")
+        # Refused before the JVM starts: a task's bad row fails its job (exit 3, row and column).
+        raise UsageError(
+            "--engine spark supports only --on-bad-row error (it stops at the first bad row): "
+            "--on-bad-row skip and quarantine are for the in-process engine (leave out "
+            "--engine spark), or filter such rows out of the input first"
+        )
     if args.max_delay:
         raise UsageError("--engine spark orders events itself: --max-delay is for the in-process engine")
     if getattr(args, "null_values", None):

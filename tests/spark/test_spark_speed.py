@@ -23,7 +23,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from kleene.cli import main
-from kleene.cli.spark_run import NANOS_AS_LONG, QUICK_JIT_ROWS, parquet_schema, quick_jit
+from kleene.cli.spark_run import (
+    NANOS_AS_LONG,
+    QUICK_JIT_ROWS,
+    parquet_schema,
+    quick_jit,
+    row_index_positions,
+)
 from kleene.spark.session import (
     CACHE_ENV,
     DRIVER_JAVA_OPTIONS,
@@ -39,6 +45,8 @@ QUERY = (
 )
 MAX_JOBS = 3
 """Q1's jobs: the order check, the read and shuffle by carrier, the evaluation and write."""
+SORTED_PARQUET_JOBS = 2
+"""On one Parquet file in time order the positions are its row indexes: no order check."""
 
 
 def departures(n: int = 600) -> pd.DataFrame:
@@ -72,20 +80,47 @@ def parsed(path: Path) -> list[Any]:
     return sorted(rows, key=lambda r: (r["end"], r["start"], r["positions"]))
 
 
-def test_q1_runs_in_at_most_three_jobs(spark: Any, tmp_path: Path) -> None:
-    """Q1 on a time-ordered pandas Parquet file: no schema inference, no sample or count, one shuffle.
+def test_q1_runs_in_two_jobs_on_a_sorted_parquet_file(spark: Any, tmp_path: Path) -> None:
+    """Q1 on a time-ordered pandas Parquet file: no schema inference, no sample or count, no order
+    check (the file's row indexes are the positions), one shuffle.  The same rows out of time
+    order take the general path (order check, sort) and give the same complex events.
 
-    (A CSV input takes its schema from pyarrow already: three jobs too.)
+    (A CSV input takes its schema from pyarrow already: three jobs.)
     """
-    data = tmp_path / "flights.parquet"
+    data, shuffled = tmp_path / "flights.parquet", tmp_path / "shuffled.parquet"
     departures().to_parquet(data)
-    common = ["run", QUERY, "--input", str(data), "--time-column", "time", "--no-progress"]
-    assert main([*common, "-o", str(tmp_path / "py.jsonl")]) == 0
-    jobs = jobs_of(spark, [*common, "-o", str(tmp_path / "spark"), "--engine", "spark"])
-    print(f"{jobs} Spark jobs")
-    assert jobs <= MAX_JOBS
+    departures().sample(frac=1.0, random_state=3).reset_index(drop=True).to_parquet(shuffled)
+    common = ["run", QUERY, "--time-column", "time", "--no-progress"]
+    assert main([*common, "--input", str(data), "-o", str(tmp_path / "py.jsonl")]) == 0
     expected = parsed(tmp_path / "py.jsonl")
-    assert expected and parsed(tmp_path / "spark") == expected
+    assert expected
+    jobs = jobs_of(spark, [*common, "--input", str(data), "-o", str(tmp_path / "spark"), "--engine", "spark"])
+    print(f"{jobs} Spark jobs on the sorted file")
+    assert jobs == SORTED_PARQUET_JOBS
+    assert parsed(tmp_path / "spark") == expected
+    jobs = jobs_of(spark, [*common, "--input", str(shuffled), "-o", str(tmp_path / "unsorted"), "--engine", "spark"])
+    print(f"{jobs} Spark jobs on the shuffled file")
+    assert jobs > MAX_JOBS  # the order check fails: the sample, counts and sort of the general path
+    assert parsed(tmp_path / "unsorted") == expected  # times are distinct: the same positions
+
+
+def test_row_indexes_are_positions_only_for_a_time_ordered_parquet_file(tmp_path: Path) -> None:
+    frame = departures(50)
+    frame.to_parquet(tmp_path / "sorted.parquet")
+    frame.iloc[::-1].to_parquet(tmp_path / "reversed.parquet")
+    frame.to_csv(tmp_path / "sorted.csv", index=False)
+    pq.write_table(pa.table({"time": [1, None, 3]}), tmp_path / "nulls.parquet")
+    pq.write_table(pa.table({"time": ["1", "2"]}), tmp_path / "texts.parquet")
+    pq.write_table(pa.table({"time": [1.0, float("nan")]}), tmp_path / "nan.parquet")
+    pq.write_table(pa.table({"time": [5, 5, 5]}), tmp_path / "ties.parquet")
+    index = "_metadata.row_index"
+    assert row_index_positions(str(tmp_path / "sorted.parquet"), "parquet", "time") == index
+    assert row_index_positions(str(tmp_path / "ties.parquet"), "parquet", "time") == index  # ties: file order
+    assert row_index_positions(str(tmp_path / "reversed.parquet"), "parquet", None) == index  # no time: file order
+    for name in ("reversed", "nulls", "texts", "nan"):
+        assert row_index_positions(str(tmp_path / f"{name}.parquet"), "parquet", "time") is None, name
+    assert row_index_positions(str(tmp_path / "sorted.csv"), "csv", "time") is None
+    assert row_index_positions(str(tmp_path), "parquet", "time") is None  # a directory
 
 
 def test_parquet_schema_is_spark_s_own(spark: Any, tmp_path: Path) -> None:

@@ -149,7 +149,7 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         except (PySparkException, Py4JJavaError) as exc:
             raise DataError(f"cannot read {args.input!r}: {_first_line(exc)}") from exc
         try:
-            result = detect(df, query)
+            result = detect(df, query, position_column=row_index_positions(args.input, fmt, args.time_column))
         except (DataError, QueryError):
             raise
         except kleene.KleeneError as exc:
@@ -197,6 +197,46 @@ def quick_jit(path: str, fmt: str) -> bool:
         return False
     rows = count_rows(p, format=fmt)
     return rows is not None and rows <= QUICK_JIT_ROWS
+
+
+ROW_INDEX = "_metadata.row_index"
+"""Spark's hidden column of a Parquet row's index in its file."""
+
+
+def row_index_positions(path: str, fmt: str, time_column: str | None) -> str | None:
+    """:data:`ROW_INDEX` as the positions, for one Parquet file in time order (else None).
+
+    Most event files are written in time order.  For one such Parquet file a
+    row's index in the file *is* its position in (time, input) order, so
+    :func:`kleene.spark.detect` needs no job to order the rows (the order
+    check reads every row's time through the Python workers).  pyarrow reads
+    the time column alone to make sure: some milliseconds on the flights.
+    """
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    if fmt != "parquet" or not p.is_file():
+        return None
+    if time_column is None:
+        return ROW_INDEX  # the file's order is the order
+    try:
+        times = pq.read_table(p, columns=[time_column]).column(0)
+    except (OSError, KeyError, pa.ArrowException):
+        return None  # Spark's reader says what is wrong
+    typ = times.type
+    if times.null_count or not (
+        pa.types.is_timestamp(typ) or pa.types.is_integer(typ) or pa.types.is_floating(typ)
+        or pa.types.is_date(typ)
+    ):
+        return None  # nulls and texts: the general path and its messages
+    if len(times) < 2:
+        return ROW_INDEX
+    values = times.combine_chunks()
+    if pa.types.is_floating(typ) and pc.any(pc.is_nan(values)).as_py():
+        return None
+    ordered = pc.all(pc.greater_equal(values.slice(1), values.slice(0, len(values) - 1))).as_py()
+    return ROW_INDEX if ordered else None
 
 
 NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"

@@ -39,7 +39,7 @@ if not _pandas_found:
     )
 
 from kleene.spark.batch import DEFAULT_QUERY_NAME, detect, output_schema, plan_for, query_name
-from kleene.spark.session import active_session, ensure_importable, local_session
+from kleene.spark.session import active_session, ensure_importable, local_session, stop_session
 
 
 def __getattr__(name: str) -> Any:
@@ -55,6 +55,7 @@ def __getattr__(name: str) -> Any:
         return getattr(module, name)
     raise AttributeError(f"module 'kleene.spark' has no attribute {name!r}")
 
+
 __all__ = [
     "DEFAULT_QUERY_NAME",
     "active_session",
@@ -67,4 +68,5 @@ __all__ = [
     "plan_for",
     "query_name",
     "sql",
+    "stop_session",
 ]

@@ -1,32 +1,37 @@
-"""Cost of each selection strategy against ALL, and how it varies with the window.
+"""Each selection strategy on 1 M stock events at windows of 100, 1,000 and 10,000: issue 18's protocol.
 
 Run by hand (not a test)::
 
     python benchmarks/strategies.py [--events 1000000] [--windows 100 1000 10000] [--runs 3]
-                                    [--strategies ALL STRICT NEXT LAST MAX] [--budget 60]
-                                    [--pattern iteration|sequence|chain] [--limit 1000]
-                                    [--end-filter "price < 50"]
+                                    [--strategies ALL STRICT NEXT LAST MAX] [--budget 30]
+                                    [--patterns sequence iteration] [--limit 1]
+                                    [--check-events 20000] [--no-check]
 
-Query (over the stock events of ``generate.py``), ``--pattern iteration`` (the default)::
+Queries (over the stock events of ``generate.py``), for ``<s>`` each of ALL, STRICT, NEXT, LAST,
+MAX and ``<w>`` each window::
 
-    SELECT <strategy> * FROM S WHERE SELL as a; BUY+ as b; SELL as c
-    FILTER a[price > 150] AND c[price < 50] WITHIN <w> EVENTS LIMIT 1000
+    SELECT <s> * FROM S WHERE SELL as a; BUY as b; SELL as c      (sequence)
+    SELECT <s> * FROM S WHERE SELL as a; BUY+ as b; SELL as c     (iteration)
+        FILTER a[price > 150] AND c[price < 50] WITHIN <w> EVENTS LIMIT 1
 
-and ``--pattern sequence`` the same with ``BUY as b``, whose matches have three events whatever
-the window (so the output does not grow with it).  ``--pattern chain`` is ``BUY+ as a; SELL as c``
-(the ``A+ ; B`` shape): a run that started at an earlier ``a`` can take every event of a later
-one, so under MAX each start is dominated by the one before it until that one leaves the window.
+**LIMIT 1** (at most one complex event per end, the CORE paper's per-trigger LIMIT): under ALL
+the number of matches ending at an event is quadratic in the window on the sequence and
+exponential on the iteration, so no engine can list them; with LIMIT 1 every strategy outputs one
+complex event per end where it has any (MAX, which may have several, its first), and the rate is
+that of the update and the selection.  A NEXT or MAX match on the iteration still holds every
+``BUY`` between ``a`` and ``c``: reading it costs its size, which grows with the window.
 
-``LIMIT 1000`` (at most 1,000 complex events per triggering event, the CORE paper's protocol)
-keeps ALL finite: with ``BUY+`` the number of matches is exponential in the window.  Reports
-events per second (median of ``--runs``), complex events, and the number of events that went
-through the automaton (the rest were skipped as inert), and the positions of all complex events
-output: with ``BUY+`` a NEXT match holds every ``BUY`` between ``a`` and ``c``, so its size grows
-with the window, and ALL's and MAX's matches grow in number and size.  ``--budget`` seconds bounds a
-run: it stops after the batch that crosses the budget and reports the events it read, their
-rate and the complex events found so far (the table marks such runs "prefix").  The time spent
-enumerating complex events (the engine's ``enumerate_node``, timed) is reported apart, with the rate
-without it: the update cost per event, when the output itself grows with the window.
+**Rates are CPU time** (``time.process_time`` around ``Session.feed``, the events already in
+memory as Arrow batches of 65,536), the median of ``--runs``; ``--budget`` CPU seconds bounds a
+run (it stops after the batch that crosses it; the table marks such rows "prefix").
+
+**Counts checked against ALL-then-filter.**  Before timing, on the first ``--check-events``
+events and at windows where ALL can list every match (``CHECK_WINDOWS``), the script runs ALL
+without LIMIT, groups its complex events by end, keeps those the strategy's definition keeps
+(the oracle's :func:`kleene.reference.oracle.select_matches`, written apart from the engine), and
+requires the strategy's own output (without LIMIT) to be exactly that set; it prints the counts.
+At the timed windows it checks what ALL-then-filter implies for LIMIT 1: NEXT, LAST and MAX have
+a complex event at exactly the ends where ALL has one, so their counts equal ALL's.
 """
 
 from __future__ import annotations
@@ -35,65 +40,100 @@ import argparse
 import statistics
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import kleene  # noqa: E402
 from generate import generate  # noqa: E402
-from kleene.io.readers import read_batches  # noqa: E402
-from kleene.runtime import engine  # noqa: E402
+from kleene.language.parser import parse_query  # noqa: E402
+from kleene.reference.oracle import select_matches  # noqa: E402
 
 PATTERNS = {
-    "iteration": "SELL as a; BUY+ as b; SELL as c",
     "sequence": "SELL as a; BUY as b; SELL as c",
-    "chain": "BUY+ as a; SELL as c",
+    "iteration": "SELL as a; BUY+ as b; SELL as c",
 }
 QUERY = (
     "SELECT {strategy} * FROM S WHERE {pattern} "
-    "FILTER a[price > 150] AND c[{end}] WITHIN {window} EVENTS LIMIT {limit}"
+    "FILTER a[price > 150] AND c[price < 50] WITHIN {window} EVENTS{limit}"
 )
 STRATEGIES = ("ALL", "STRICT", "NEXT", "LAST", "MAX")
+CHECK_WINDOWS = {"sequence": (100,), "iteration": (8, 16)}
+"""Windows at which ALL lists every match of the check prefix in seconds (2^(BUYs in the window)
+matches per start on the iteration)."""
+BATCH = 65_536
 
 
-class _Timed:
-    """The engine's ``enumerate_node``, timed: the enumeration's share of a run (its output)."""
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-        self.inner = engine.enumerate_node
-
-    def __call__(self, *args: object) -> int:
-        started = time.perf_counter()
-        try:
-            return self.inner(*args)  # type: ignore[arg-type]
-        finally:
-            self.seconds += time.perf_counter() - started
+def query(strategy: str, pattern: str, window: int, limit: int | None) -> str:
+    return QUERY.format(
+        strategy=strategy,
+        pattern=PATTERNS[pattern],
+        window=window,
+        limit="" if limit is None else f" LIMIT {limit}",
+    )
 
 
-def run_once(query: str, path: Path, budget: float) -> tuple[int, int, int, int, float, float]:
-    """Complex events, their positions in all, events stepped, events read, seconds, of which enumeration."""
-    timed = _Timed()
-    engine.enumerate_node = timed  # type: ignore[assignment]
-    try:
-        return _run(query, path, budget) + (timed.seconds,)
-    finally:
-        engine.enumerate_node = timed.inner  # type: ignore[assignment]
-
-
-def _run(query: str, path: Path, budget: float) -> tuple[int, int, int, int, float]:
-    started = time.perf_counter()
-    compiled = kleene.compile(query)
-    session = compiled.session()
+def run_once(text: str, batches: list[pa.RecordBatch], budget: float) -> tuple[int, int, int, int, float]:
+    """Complex events, their positions in all, events stepped, events read, CPU seconds."""
+    session = kleene.compile(text).session()
     found = size = read = 0
-    for batch in read_batches(path):
+    seconds = 0.0
+    for batch in batches:
+        started = time.process_time()
         matches = session.feed(batch, with_events=False)
+        seconds += time.process_time() - started
         found += len(matches)
         size += sum(len(m.positions) for m in matches)  # type: ignore[union-attr]
         read += batch.num_rows
-        if time.perf_counter() - started > budget:
+        if seconds > budget:
             break
-    return found, size, session.engine.steps, read, time.perf_counter() - started
+    return found, size, session.engine.steps, read, seconds
+
+
+def complex_events(text: str, table: pa.Table) -> set[tuple[int, ...]]:
+    """Every complex event of ``text`` on ``table``, as its positions."""
+    session = kleene.compile(text).session()
+    out: set[tuple[int, ...]] = set()
+    for batch in table.to_batches(max_chunksize=BATCH):
+        out.update(tuple(m.positions) for m in session.feed(batch, with_events=False))  # type: ignore[union-attr]
+    out.update(tuple(m.positions) for m in session.flush(with_events=False))  # type: ignore[union-attr]
+    return out
+
+
+def check(table: pa.Table, pattern: str, strategies: list[str]) -> None:
+    """Each strategy's complex events equal ALL's, filtered by the strategy's definition."""
+    for window in CHECK_WINDOWS[pattern]:
+        every = complex_events(query("ALL", pattern, window, None), table)
+        by_end: dict[int, list[frozenset[int]]] = defaultdict(list)
+        for positions in every:
+            by_end[positions[-1]].append(frozenset(positions))
+        line = [f"ALL {len(every):,}"]
+        for strategy in strategies:
+            if strategy == "ALL":
+                continue
+            ast_strategy = parse_query(query(strategy, pattern, window, None)).select.strategy
+            expected = {
+                tuple(sorted(m))
+                for group in by_end.values()
+                for m in select_matches(ast_strategy, group, range(table.num_rows))
+            }
+            got = complex_events(query(strategy, pattern, window, None), table)
+            if got != expected:
+                raise SystemExit(
+                    f"{strategy} on {pattern} at w={window}: {len(got):,} complex events, "
+                    f"ALL-then-filter {len(expected):,} ({len(got - expected)} extra, "
+                    f"{len(expected - got)} missing)"
+                )
+            line.append(f"{strategy} {len(got):,}")
+        print(
+            f"check, first {table.num_rows:,} events, {pattern}, w={window}: "
+            + ", ".join(line)
+            + " (each equal to ALL-then-filter)"
+        )
 
 
 def main() -> None:
@@ -102,49 +142,45 @@ def main() -> None:
     parser.add_argument("--windows", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
-    parser.add_argument("--pattern", choices=sorted(PATTERNS), default="iteration")
-    parser.add_argument(
-        "--limit",
-        type=int,
-        default=1000,
-        help="LIMIT of the query (1 measures the update cost of a strategy: one output per end)",
-    )
-    parser.add_argument(
-        "--end-filter",
-        default="price < 50",
-        help="the filter of c (e.g. 'price < 1': few ends, so the rate is the update's, not the output's)",
-    )
-    parser.add_argument("--budget", type=float, default=float("inf"), help="seconds per run (at most)")
+    parser.add_argument("--patterns", nargs="+", choices=sorted(PATTERNS), default=list(PATTERNS))
+    parser.add_argument("--limit", type=int, default=1, help="LIMIT of the timed queries (default 1)")
+    parser.add_argument("--budget", type=float, default=float("inf"), help="CPU seconds per run (at most)")
+    parser.add_argument("--check-events", type=int, default=20_000, help="prefix for the ALL-then-filter check")
+    parser.add_argument("--no-check", action="store_true", help="skip the ALL-then-filter check")
     args = parser.parse_args()
-    path = generate(args.events)
-    print(
-        f"{args.events:,} events from {path.name}; pattern `{PATTERNS[args.pattern]}`, "
-        f"c[{args.end_filter}], LIMIT {args.limit}\n"
-    )
-    print(
-        "| strategy | window | events read | complex events | their positions | events stepped | median s "
-        "| events/s | of which enumeration s | events/s without enumeration |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for strategy in args.strategies:
-        for window in args.windows:
-            query = QUERY.format(
-                strategy=strategy,
-                pattern=PATTERNS[args.pattern],
-                window=window,
-                limit=args.limit,
-                end=args.end_filter,
-            )
-            runs = [run_once(query, path, args.budget) for _ in range(args.runs)]
-            rate = statistics.median(r[3] / r[4] for r in runs)
-            update = statistics.median(r[3] / max(r[4] - r[5], 1e-9) for r in runs)
-            found, size, stepped, read, seconds, enumerating = runs[0]
-            prefix = "" if read == args.events else " (prefix)"
-            print(
-                f"| {strategy} | {window:,} | {read:,}{prefix} | {found:,} | {size:,} | {stepped:,} | "
-                f"{seconds:.2f} | {rate:,.0f} | {enumerating:.2f} | {update:,.0f} |",
-                flush=True,
-            )
+    table = pq.read_table(generate(args.events)).slice(0, args.events)
+    batches = table.to_batches(max_chunksize=BATCH)
+    for pattern in args.patterns:
+        if not args.no_check:
+            check(table.slice(0, args.check_events), pattern, args.strategies)
+        print(
+            f"\n**Pattern** `{PATTERNS[pattern]}`, a[price > 150], c[price < 50], LIMIT {args.limit}, "
+            f"{args.events:,} events, CPU time, median of {args.runs}\n"
+        )
+        print("| strategy | window | events read | complex events | their positions | events stepped | median CPU s | events/s |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        counts: dict[int, dict[str, int]] = defaultdict(dict)
+        for strategy in args.strategies:
+            for window in args.windows:
+                text = query(strategy, pattern, window, args.limit)
+                runs = [run_once(text, batches, args.budget) for _ in range(args.runs)]
+                rate = statistics.median(r[3] / max(r[4], 1e-9) for r in runs)
+                seconds = statistics.median(r[4] for r in runs)
+                found, size, stepped, read, _ = runs[0]
+                prefix = "" if read == args.events else " (prefix)"
+                if not prefix:
+                    counts[window][strategy] = found
+                print(
+                    f"| {strategy} | {window:,} | {read:,}{prefix} | {found:,} | {size:,} | {stepped:,} | "
+                    f"{seconds:.2f} | {rate:,.0f} |",
+                    flush=True,
+                )
+        if args.limit == 1:
+            for window, by in counts.items():
+                same = {s: n for s, n in by.items() if s in ("ALL", "NEXT", "LAST", "MAX")}
+                if len(set(same.values())) > 1:
+                    raise SystemExit(f"w={window}: one complex event per end, yet counts differ: {same}")
+                print(f"\nw={window:,}: {', '.join(f'{s} {n:,}' for s, n in same.items())} complex events (equal: one per end with a match)")
 
 
 if __name__ == "__main__":

@@ -101,17 +101,23 @@ class Evaluable:
         """The complex events of ``source`` as one pyarrow Table (see :mod:`kleene.frames`).
 
         ``shape="matches"``: one row per complex event (``query``, ``match_id``,
-        ``start``, ``end``, ``positions``, one column per PARTITION BY attribute);
+        ``start``, ``end``, with a time column ``start_time`` and ``end_time`` (its
+        first and last event's), ``positions``, one column per PARTITION BY attribute);
         ``shape="events"``: one row per (complex event, event) (``query``,
         ``match_id``, ``position``, the event's attributes).  Built from
-        :meth:`match_batches` in columns; the matches shape reads no event data.
+        :meth:`match_batches` in columns; the matches shape reads only the query's columns.
         """
         check_shape(shape)
+        timed = shape == "matches" and self.options.time_column is not None
+        # The matches shape keeps the events only for their times: the file's query columns
+        # are read (pushdown) as without events.
+        batches = self._whole(source, events=shape == "events" or timed, columnar=True, lean=timed)
         return results_table(
-            self.match_batches(source, events=shape == "events"),
+            batches,
             shape=shape,
             name=self.result_name,
             partition_by=self.result_partitions,
+            time_column=self.options.time_column if timed else None,
         )
 
     def to_pandas(self, source: Any, *, shape: str = "matches") -> Any:
@@ -158,8 +164,7 @@ class Evaluable:
         watch = NameWatch(self.options, [plan for _, plan in named])
         for batch in batches:
             watch.add(batch)
-        for name, plan in named:
-            watch.check(plan, name)
+        watch.check([(plan, name) for name, plan in named])
 
     def _check_file_names(self, source: Any) -> None:
         """Under ``strict_types``, a file's type and stream columns checked before the run."""
@@ -174,17 +179,20 @@ class Evaluable:
         if batches is not None:
             self.check_names(batches)
 
-    def _whole(self, source: Any, *, events: bool, columnar: bool = False) -> Iterator[Any]:
+    def _whole(
+        self, source: Any, *, events: bool, columnar: bool = False, lean: bool = False
+    ) -> Iterator[Any]:
         """A whole source through a fresh session (see :meth:`OrderedFeed.feed_all`).
 
         At its end, each event type or stream of the query that the input never
         held is an :class:`~kleene.UnseenNameWarning` (a typo otherwise gives
-        only silence).
+        only silence).  ``lean``: read only the query's columns of a file even
+        with ``events`` (when the events are kept for their times only).
         """
         self._check_file_names(source)
         session = self.session()
         self._last_session = session
-        columns = pushdown(self.columns, self.options.policy_mode, events=events)
+        columns = pushdown(self.columns, self.options.policy_mode, events=events and not lean)
         batches = to_batches(source, columns, null_values=self.options.null_values)
         yield from session.feed_all(batches, with_events=events, columnar=columnar)
         for message in session.unseen():

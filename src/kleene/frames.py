@@ -6,7 +6,10 @@
 one pyarrow Table, without a Python object per complex event:
 
 * ``shape="matches"``: one row per complex event: ``query``, ``match_id``,
-  ``start``, ``end``, ``positions`` (list), then one column per PARTITION BY
+  ``start``, ``end``, with a time column ``start_time`` and ``end_time`` (the
+  time column's values of its first and last event, as the input holds them;
+  the same columns as :func:`kleene.spark.detect`'s), ``positions`` (list),
+  then one column per PARTITION BY
   attribute (for several queries, the union of their attributes, null for a
   query that lacks one);
 * ``shape="events"``: one row per (complex event, event): ``query``,
@@ -36,6 +39,7 @@ from kleene.results import MatchBatch
 
 SHAPES = ("matches", "events")
 MATCH_COLUMNS = ("query", "match_id", "start", "end", "positions")
+TIME_COLUMNS = ("start_time", "end_time")
 EVENT_COLUMNS = ("query", "match_id", "position")
 
 
@@ -50,12 +54,14 @@ def results_table(
     shape: str,
     name: str | None,
     partition_by: tuple[str, ...],
+    time_column: str | None = None,
 ) -> pa.Table:
     """The complex events of ``batches`` as one table of the given ``shape``.
 
     ``name`` fills ``query`` for batches that do not name their queries (a
     single query); ``partition_by`` gives the PARTITION BY columns even when
-    no complex event is found.
+    no complex event is found; ``time_column`` (the matches shape; the
+    batches then carry their events) gives ``start_time`` and ``end_time``.
     """
     check_shape(shape)
     parts: list[pa.Table] = []
@@ -63,12 +69,15 @@ def results_table(
     for batch in batches:
         if not len(batch):
             continue
-        rb = batch.to_arrow()
-        make = _matches if shape == "matches" else _events
-        parts.append(make(rb, count, name, partition_by))
+        if shape == "matches":
+            times = None if time_column is None else batch.first_last(time_column)
+            batch.drop_events()  # their data is not in this shape
+            parts.append(_matches(batch.to_arrow(), count, name, partition_by, times))
+        else:
+            parts.append(_events(batch.to_arrow(), count, name, partition_by))
         count += len(batch)
     if not parts:
-        return _empty(shape, partition_by)
+        return _empty(shape, partition_by, time_column is not None)
     if len(parts) == 1:
         return parts[0]
     return pa.concat_tables(parts, promote_options="permissive")
@@ -81,7 +90,11 @@ def _query_column(rb: pa.RecordBatch, name: str | None) -> pa.Array:
 
 
 def _matches(
-    rb: pa.RecordBatch, first: int, name: str | None, partition_by: tuple[str, ...]
+    rb: pa.RecordBatch,
+    first: int,
+    name: str | None,
+    partition_by: tuple[str, ...],
+    times: tuple[pa.Array, pa.Array] | None,
 ) -> pa.Table:
     n = rb.num_rows
     names = list(MATCH_COLUMNS)
@@ -92,6 +105,9 @@ def _matches(
         rb.column("end"),
         rb.column("positions"),
     ]
+    if times is not None:
+        names[4:4] = TIME_COLUMNS
+        arrays[4:4] = times
     fields: dict[str, pa.Array] = {}
     if "partition" in rb.schema.names:
         struct = rb.column("partition")
@@ -100,7 +116,7 @@ def _matches(
             # A null partition (a query without PARTITION BY among several) nulls its fields.
             fields[field.name] = pc.if_else(valid, struct.field(i), pa.nulls(n, field.type))
     for attr in partition_by:
-        _no_clash(attr, MATCH_COLUMNS, "a PARTITION BY attribute")
+        _no_clash(attr, MATCH_COLUMNS + TIME_COLUMNS, "a PARTITION BY attribute")
         names.append(attr)
         arrays.append(fields.pop(attr, pa.nulls(n)))
     for attr, values in fields.items():  # keys without a known name (key0, ...)
@@ -136,7 +152,7 @@ def _no_clash(attr: str, taken: tuple[str, ...], what: str) -> None:
         )
 
 
-def _empty(shape: str, partition_by: tuple[str, ...]) -> pa.Table:
+def _empty(shape: str, partition_by: tuple[str, ...], timed: bool = False) -> pa.Table:
     if shape == "events":
         return pa.table(
             {"query": pa.array([], pa.string()), "match_id": pa.array([], pa.int64()),
@@ -147,10 +163,12 @@ def _empty(shape: str, partition_by: tuple[str, ...]) -> pa.Table:
         "match_id": pa.array([], pa.int64()),
         "start": pa.array([], pa.int64()),
         "end": pa.array([], pa.int64()),
-        "positions": pa.array([], pa.list_(pa.int64())),
     }
+    if timed:
+        columns |= {c: pa.nulls(0) for c in TIME_COLUMNS}
+    columns["positions"] = pa.array([], pa.list_(pa.int64()))
     for attr in partition_by:
-        _no_clash(attr, MATCH_COLUMNS, "a PARTITION BY attribute")
+        _no_clash(attr, MATCH_COLUMNS + TIME_COLUMNS, "a PARTITION BY attribute")
         columns[attr] = pa.nulls(0)
     return pa.table(columns)
 

@@ -196,8 +196,7 @@ class QuerySetSession(OrderedFeed):
 
     def check_names(self) -> None:
         if self.qs.options.strict_types:
-            for s in self.sessions:
-                self.seen.check(s.plan, s.name)
+            self.seen.check([(s.plan, s.name) for s in self.sessions])
 
     def set_aside(
         self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str

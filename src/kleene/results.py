@@ -161,6 +161,22 @@ class EventRows:
         """The events at ``positions`` (one row each, repeats allowed)."""
         return self.table().take(self.rows(positions))
 
+    def values(self, column: str, positions: np.ndarray) -> pa.Array:
+        """Column ``column`` of the stored events at ``positions``, whatever the projection
+        (the time of a complex event's first and last event).  Nulls where absent."""
+        arrays = []
+        for s in self.stored:
+            names = s.batch.schema.names
+            values = s.batch.column(column) if column in names else pa.nulls(s.batch.num_rows)
+            if pa.types.is_dictionary(values.type):  # a column read as dictionary (pushdown)
+                values = values.dictionary_decode()
+            arrays.append(values)
+        typed = [a.type for a in arrays if not pa.types.is_null(a.type)]
+        if not typed:
+            return pa.nulls(len(positions))
+        arrays = [a.cast(typed[0]) for a in arrays]
+        return pa.chunked_array(arrays, typed[0]).take(self.rows(positions)).combine_chunks()
+
     def rendered(
         self,
         key: Hashable,
@@ -340,6 +356,40 @@ class MatchBatch:
             QueryMatch(q, s, e, tuple(flat[a:b]), k)
             for q, (s, e, a, b, k) in zip(self.query, items)
         ]
+
+    def first_last(self, column: str) -> tuple[pa.Array, pa.Array]:
+        """Column ``column`` (the time) of each complex event's first and last event, null for a
+        complex event without events; needs the events' data (``events=True``)."""
+        if self._parts is not None:
+            assert self._order is not None
+            pairs = [p.first_last(column) for p in self._parts]
+            order = pa.array(self._order)
+            typed = [a.type for a, _ in pairs if not pa.types.is_null(a.type)]
+            typ = typed[0] if typed else pa.null()
+            return tuple(
+                pa.concat_arrays([pair[i].cast(typ) for pair in pairs]).take(order) for i in (0, 1)
+            )
+        if self.events is None:
+            raise ValueError("the times of complex events need their events' data (events=True)")
+        lengths = np.diff(self.offsets)
+        empty = lengths == 0
+        bounds = (np.where(empty, 0, self.offsets[:-1]), np.where(empty, 0, self.offsets[1:] - 1))
+        out = []
+        for index in bounds:
+            wanted = self.positions[index[~empty]] if len(self.positions) else _EMPTY
+            got = self.events.values(column, wanted)
+            if empty.any():
+                slots = np.cumsum(~empty) - 1
+                got = got.take(pa.array(np.where(empty, 0, slots), mask=empty))
+            out.append(got)
+        return out[0], out[1]
+
+    def drop_events(self) -> None:
+        """Forget the events' data (of every part of a merged batch too): :meth:`to_arrow` then
+        leaves ``events`` out."""
+        self.events = None
+        for part in self._parts or ():
+            part.drop_events()
 
     def positions_list(self) -> pa.Array:
         """``positions`` as an Arrow ``list<int64>`` array, one list per complex event."""

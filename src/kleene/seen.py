@@ -5,8 +5,9 @@ types and streams the input holds.  A session records the distinct values of
 the type and stream columns it reads (one vectorized ``unique`` per batch) and,
 at the end of a whole run, names each type or stream of the query that never
 occurred, with the names seen and the nearest one (``did you mean 'DEP'?``).
-Under ``strict_types`` the same message is an :class:`UnseenNameError` whose
-caret points at the name in the query: before the run when the input's
+Under ``strict_types`` the same is an :class:`UnseenNameError` naming every
+missing name (each with its nearest), whose caret points at the first in the
+query: before the run when the input's
 columns could be read cheaply first (:meth:`kleene.evaluable.Evaluable.check_names`),
 else at the end of the input.
 """
@@ -61,18 +62,18 @@ class SeenNames:
         if self.rows == 0 or self.column is None or len(self.names) >= MAX_NAMES:
             return []
         out = []
+        seen = sorted(self.names)
+        if seen:
+            listed = ", ".join(seen[:10]) + (", ..." if len(seen) > 10 else "")
+            holds = f"column {self.column!r} holds: {listed}"
+        else:
+            holds = f"column {self.column!r} holds no {kind}s"
         for name in sorted(set(expected) - self.names):
-            message = f"{kind} {name!r} never occurs in the input"
-            seen = sorted(self.names)
-            if seen:
-                listed = ", ".join(seen[:10]) + (", ..." if len(seen) > 10 else "")
-                message += f" (column {self.column!r} holds: {listed})"
-            else:
-                message += f" (column {self.column!r} holds no {kind}s)"
             near = nearest(name, seen)
+            message = f"{kind} {name!r} never occurs in the input ({holds})"
             if near is not None:
                 message += f"; did you mean {near!r}?"
-            out.append(Unseen(kind, name, message))
+            out.append(Unseen(kind, name, message, holds, near))
         return out
 
 
@@ -97,11 +98,12 @@ class NameWatch:
         types, streams = expected_names(plan)
         return self.types.missing(types, "event type") + self.streams.missing(streams, "stream")
 
-    def check(self, plan: Plan, query_name: str | None = None) -> None:
-        """Under ``strict_types``: raise :class:`UnseenNameError` for the first name missing."""
-        found = self.unseen(plan)
+    def check(self, named: Sequence[tuple[Plan, str | None]]) -> None:
+        """Under ``strict_types``: raise one :class:`UnseenNameError` naming every missing name
+        of the queries ``named`` (plan, query name or None), each with its nearest name."""
+        found = [(plan, name, u) for plan, name in named for u in self.unseen(plan)]
         if found:
-            raise unseen_error(plan, found[0], query_name)
+            raise unseen_error(found)
 
 
 @dataclass(frozen=True)
@@ -111,13 +113,37 @@ class Unseen:
     kind: str
     name: str
     message: str
+    holds: str = ""
+    """What the column holds instead ("column 'type' holds: ARR, DEP")."""
+    near: str | None = None
+    """The nearest name the column holds, if any is near."""
 
 
-def unseen_error(plan: Plan, unseen: Unseen, query_name: str | None = None) -> UnseenNameError:
-    """The error ``--strict-types`` raises: the warning's message, at the name in the query."""
-    span = _name_span(plan.query, unseen)
-    prefix = "" if query_name is None else f"query {query_name}: "
-    return UnseenNameError(prefix + unseen.message, span.line, span.column, plan.text)
+def unseen_error(found: Sequence[tuple[Plan, str | None, Unseen]]) -> UnseenNameError:
+    """The error ``--strict-types`` raises, at the first missing name in its query.
+
+    One name: the warning's message.  Several: all of them in one message,
+    each with its nearest name, then what each column holds, so that one run
+    shows every typo instead of one per try.
+    """
+    plan, query_name, first = found[0]
+    span = _name_span(plan.query, first)
+
+    def prefix(name: str | None) -> str:
+        return "" if name is None else f"query {name}: "
+
+    if len(found) == 1:
+        message = prefix(query_name) + first.message
+    else:
+        listed = []
+        for _, name, u in found:
+            near = "" if u.near is None else f" (did you mean {u.near!r}?)"
+            listed.append(f"{prefix(name)}{u.kind} {u.name!r}{near}")
+        holds = list(dict.fromkeys(u.holds for _, _, u in found))
+        message = (
+            f"{len(found)} names never occur in the input: {', '.join(listed)}; {'; '.join(holds)}"
+        )
+    return UnseenNameError(message, span.line, span.column, plan.text)
 
 
 def _name_span(query: ast.Query, unseen: Unseen) -> Span:

@@ -235,7 +235,7 @@ class Session(OrderedFeed):
 
     def check_names(self) -> None:
         if self.plan.options.strict_types:
-            self.seen.check(self.plan)
+            self.seen.check([(self.plan, None)])
 
     def check_schema(self, batch: pa.RecordBatch) -> None:
         """Without a declared schema, check the query against the first batch's columns (a string

@@ -40,7 +40,9 @@ def test_matches_shape_is_one_row_per_complex_event() -> None:
     q = kleene.compile(RISING, time_column="time")
     assert q.name == "rising"
     table = q.to_arrow(stock_batches())
-    assert table.column_names == ["query", "match_id", "start", "end", "positions", "name"]
+    assert table.column_names == [
+        "query", "match_id", "start", "end", "start_time", "end_time", "positions", "name"
+    ]
     expected = list(q.matches(stock_batches()))
     assert len(expected) > 3
     assert table.column("match_id").to_pylist() == list(range(len(expected)))
@@ -67,7 +69,7 @@ def test_several_queries_name_their_rows_and_share_partition_columns() -> None:
     qs = kleene.compile_many({"rising": RISING, "next": NEXT, "pair": PAIR}, time_column="time")
     table = qs.to_arrow(stock_batches())
     assert table.column_names == [
-        "query", "match_id", "start", "end", "positions", "name", "desk"
+        "query", "match_id", "start", "end", "start_time", "end_time", "positions", "name", "desk"
     ]
     expected = list(qs.matches(stock_batches()))
     assert {m.query for m in expected} == {"rising", "next", "pair"}
@@ -124,7 +126,9 @@ def test_inputs_as_frames_give_the_same_tables() -> None:
 
 def test_no_complex_event_still_has_the_columns() -> None:
     q = kleene.compile(RISING.replace("price > 100", "price > 1000"), time_column="time")
-    assert q.to_arrow(STOCK).column_names == ["query", "match_id", "start", "end", "positions", "name"]
+    assert q.to_arrow(STOCK).column_names == [
+        "query", "match_id", "start", "end", "start_time", "end_time", "positions", "name"
+    ]
     assert q.to_arrow(STOCK).num_rows == 0
     assert q.to_polars(STOCK, shape="events").columns == ["query", "match_id", "position"]
 
@@ -173,3 +177,36 @@ def test_positions_only_from_a_file_read_the_selected_attributes() -> None:
     assert len(list(q.matches(STOCK))) == len(list(q.run(STOCK))) > 0
     qs = kleene.compile_many({"rising": RISING, "next": NEXT}, time_column="time")
     assert qs.to_arrow(STOCK).num_rows == len(list(qs.run(STOCK)))
+
+
+def test_matches_shape_has_the_first_and_last_event_times() -> None:
+    """``start_time``/``end_time``: the time column's values of each complex event's first and last
+    event (issue 15 review), as the readable path's events hold them, in every frame library."""
+    for source in (STOCK, stock_batches()):
+        q = kleene.compile(RISING, time_column="time")
+        table = q.to_arrow(source)
+        expected = [(ce.events[0]["time"], ce.events[-1]["time"]) for ce in q.run(STOCK)]
+        assert len(expected) > 3 and any(a != b for a, b in expected)
+        assert table.schema.field("start_time").type == pa.timestamp("s", tz="UTC")
+        assert list(zip(table.column("start_time").to_pylist(),
+                        table.column("end_time").to_pylist())) == expected
+    # Several queries, one of them projecting the time away (SELECT b[volume]): the input's times
+    # at each complex event's first and last position.
+    times = pa.Table.from_batches(stock_batches()).column("time").to_pylist()
+    qs = kleene.compile_many({"rising": RISING, "next": NEXT, "pair": PAIR}, time_column="time")
+    rows = qs.to_arrow(stock_batches()).to_pylist()
+    assert {r["query"] for r in rows} == {"rising", "next", "pair"}
+    assert [(r["start_time"], r["end_time"]) for r in rows] == [
+        (times[r["positions"][0]], times[r["positions"][-1]]) for r in rows
+    ]
+    frame = q.to_pandas(STOCK)
+    assert str(frame["end_time"].dt.tz) == "UTC"
+    assert (frame["end_time"] >= frame["start_time"]).all()
+    polars = q.to_polars(STOCK)
+    assert polars["start_time"].to_list() == [a for a, _ in expected_times(q)]
+    untimed = kleene.compile("SELECT * FROM S WHERE SELL AS a ; BUY AS b WITHIN 2 events")
+    assert "start_time" not in untimed.to_arrow(STOCK).column_names  # no time column: no times
+
+
+def expected_times(q: kleene.Query) -> list[tuple[object, object]]:
+    return [(ce.events[0]["time"], ce.events[-1]["time"]) for ce in q.run(STOCK)]

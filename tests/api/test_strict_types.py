@@ -94,3 +94,36 @@ def test_cli_stream_named_on_the_command_line(tmp_path: Path) -> None:
     assert "stream 'C' never occurs in the input (column 'stream' holds: A)" in proc.stderr
     ok = cli("SELECT * FROM A WHERE DEP", "--input", f"A={data}", "--time-column", "time", "--strict-types")
     assert ok.returncode == 0 and ok.stdout.count("\n") == 1
+
+
+def test_every_missing_name_is_reported_with_its_nearest(tmp_path: Path) -> None:
+    """Not only the first: one run shows every typo (issue 15 review)."""
+    rows = [{"type": "DEP", "s": "A"}, {"type": "ARR", "s": "A"}, {"type": "CANCELLED", "s": "A"}]
+    text = "SELECT * FROM A, B WHERE dep AS a ; ARV AS b ; CANCELED AS c ; ZZZ AS d"
+    q = kleene.compile(text, stream_column="s", strict_types=True)
+    with pytest.raises(kleene.UnseenNameError) as info:
+        list(q.run(pa.Table.from_pylist(rows)))
+    err = info.value
+    assert err.message == (
+        "5 names never occur in the input: event type 'ARV' (did you mean 'ARR'?), "
+        "event type 'CANCELED' (did you mean 'CANCELLED'?), event type 'ZZZ', "
+        "event type 'dep' (did you mean 'DEP'?), stream 'B'; "
+        "column 'type' holds: ARR, CANCELLED, DEP; column 's' holds: A"
+    )
+    assert (err.line, err.column) == (1, 37)  # the first one named: ARV
+    qs = kleene.compile_many({"one": "SELECT * FROM S WHERE DEP ; ARV", "two": "SELECT * FROM S WHERE dep"},
+                             strict_types=True)
+    with pytest.raises(kleene.UnseenNameError) as info:
+        list(qs.run(pa.Table.from_pylist(ROWS)))
+    assert info.value.message == (
+        "2 names never occur in the input: query one: event type 'ARV' (did you mean 'ARR'?), "
+        "query two: event type 'dep' (did you mean 'DEP'?); column 'type' holds: ARR, DEP"
+    )
+    data = tmp_path / "f.csv"
+    data.write_text("type,price\nDEP,120\nARR,3\n")
+    proc = cli("SELECT * FROM S WHERE DPE ; arr", "--input", str(data), "--strict-types")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[0] == (
+        "kleene: query error: 2 names never occur in the input: event type 'DPE' (did you mean 'DEP'?), "
+        "event type 'arr' (did you mean 'ARR'?); column 'type' holds: ARR, DEP (line 1, column 23)"
+    )

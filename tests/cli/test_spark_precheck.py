@@ -86,3 +86,23 @@ def test_null_sample_column_is_not_judged(tmp_path: Path) -> None:
     data.write_text("type,price,note\nSELL,120.0,\nBUY,3.0,\n")
     done = _kleene(tmp_path, "SELECT * FROM S WHERE SELL as a FILTER a[note = 'x']", "--input", str(data))
     assert done.returncode not in (0, 2, 3), done.stderr
+
+
+@pytest.mark.parametrize(
+    "policy", [["--on-bad-row", "skip"], ["--on-bad-row", "quarantine", "Q"], ["--quarantine", "Q"]]
+)
+def test_skip_and_quarantine_are_refused_before_spark(
+    tmp_path: Path, inputs: dict[str, Path], policy: list[str]
+) -> None:
+    """Spark has only the ``error`` policy: asking for another is a usage error before the JVM
+    (this environment cannot start one), with what to do instead; no quarantine file appears."""
+    quarantine = tmp_path / "bad.jsonl"
+    args = [str(quarantine) if a == "Q" else a for a in policy]
+    done = _kleene(tmp_path, QUERY, "--input", str(inputs["csv"]), *args)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        "kleene run: error: --engine spark supports only --on-bad-row error (it stops at the "
+        "first bad row): --on-bad-row skip and quarantine are for the in-process engine (leave "
+        "out --engine spark), or filter such rows out of the input first"
+    )
+    assert not quarantine.exists() and not (tmp_path / "out.jsonl").exists()

@@ -231,3 +231,34 @@ def test_cli_names_an_event_type_the_input_never_held(tmp_path: Path, capsys: py
     code, _, err = plot(capsys, "SELECT * WHERE SELL as a; BYU as b", "--input", str(data), "-o", str(tmp_path / "t.png"))
     assert code == 0 and "0 complex events" in err
     assert "kleene: " in err and "'BYU'" in err and "BUY" in err
+
+
+def test_cli_several_inputs_are_merged_by_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Several ``--input`` as in ``kleene run`` (issue 15 review): the sells and the buys in two
+    files draw what the one file draws; named inputs are streams for FROM."""
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    whole, sells, buys = tmp_path / "all.csv", tmp_path / "sells.csv", tmp_path / "buys.csv"
+    pacsv.write_csv(EVENTS, whole)
+    is_sell = pc.equal(EVENTS.column("type"), "SELL")
+    pacsv.write_csv(EVENTS.filter(is_sell), sells)
+    pacsv.write_csv(EVENTS.filter(pc.invert(is_sell)), buys)
+    common = ["--time-column", "time", "--output"]
+    code, _, one = plot(capsys, PAIRS, "--input", str(whole), *common, str(tmp_path / "one.png"))
+    assert code == 0, one
+    code, _, two = plot(capsys, PAIRS, "--input", str(sells), "--input", str(buys), *common,
+                        str(tmp_path / "two.png"))
+    assert code == 0, two
+    caption = f"{len(expected_pairs())} complex events in events 0-11 (12 events)"
+    assert caption in one and one.replace("one.png", "two.png") == two
+    assert (tmp_path / "two.png").stat().st_size > 5000
+    for streams, found in (("s, b", len(expected_pairs())), ("s", 0)):  # the buys are stream b
+        code, _, named = plot(capsys, f"SELECT * FROM {streams} WHERE SELL as a; BUY as b PARTITION BY [name]",
+                              "--input", f"s={sells}", "--input", f"b={buys}", *common, str(tmp_path / "s.png"))
+        assert code == 0, named
+        assert f"({found} complex events in events 0-11 (12 events)" in named
+    code, _, err = plot(capsys, PAIRS, "--input", str(sells), "--input", str(buys), "--output",
+                        str(tmp_path / "t.png"))
+    assert code == 2 and "several inputs are merged by time: give --time-column" in err
+    assert not (tmp_path / "t.png").exists()

@@ -178,6 +178,12 @@ def test_failed_run_leaves_no_output(spark: Any, tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if "kleene-" in p.name]  # no staging left
 
 
+ARCHIVE_FIRST = (
+    "kleene run: this first run on Spark also builds the JVM's class archive, "
+    "so that the next ones start faster (about 30 CPU-seconds, once)"
+)
+
+
 def test_run_stderr_is_kleene_s_own_and_a_bad_row_says_what_works_on_spark(tmp_path: Path) -> None:
     """In a process of its own, ``kleene run --engine spark`` names Spark's log file and writes
     nothing else of Spark's on stderr; a null the filter reads stops it (exit 3) with the row,
@@ -195,7 +201,9 @@ def test_run_stderr_is_kleene_s_own_and_a_bad_row_says_what_works_on_spark(tmp_p
         capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 3, done.stderr
-    assert done.stderr.splitlines() == [
+    archive = [line for line in done.stderr.splitlines() if "class archive" in line]
+    assert archive in ([], [ARCHIVE_FIRST, "kleene run: Spark's class archive is built"])  # first run only
+    assert [line for line in done.stderr.splitlines() if line not in archive] == [
         f"kleene run: Spark's log: {log}",
         "kleene: input error: bad input: null value (--engine spark stops at the first bad row: "
         "filter such rows out of the input first, or run in process, where --on-bad-row skip sets "

@@ -11,9 +11,10 @@
     kleene explain QUERY [--time-column COL] [--dot] [--output FILE.svg|.png|.pdf|.dot]
     kleene plot QUERY --input FILE --output OUT.png|.svg|.pdf [--from POS|TIME] [--to POS|TIME] ...
     kleene stream QUERY --input-dir DIR --output-dir OUT --checkpoint CK --time-column COL ...
+    kleene sql "SELECT ... FROM 'FILE' MATCH_RECOGNIZE (...) ..." [--table NAME=FILE] [--output OUT]
 
 One module per command (:mod:`~kleene.cli.run`, :mod:`~kleene.cli.explain`,
-:mod:`~kleene.cli.stream`, and :mod:`~kleene.cli.spark_run` for ``run
+:mod:`~kleene.cli.stream`, :mod:`~kleene.cli.sql`, and :mod:`~kleene.cli.spark_run` for ``run
 --engine spark``), the shared pieces in :mod:`~kleene.cli.common`,
 :mod:`~kleene.cli.output` and :mod:`~kleene.cli.progress`.  Building the
 parser and the in-process commands import neither PySpark nor pandas; the
@@ -62,6 +63,7 @@ from kleene.cli.common import (
 from kleene.cli.explain import add_explain_parser
 from kleene.cli.plot import add_plot_parser
 from kleene.cli.run import add_run_parser
+from kleene.cli.sql import add_sql_parser
 from kleene.cli.stream import add_stream_parser
 from kleene.language.errors import DataError, LimitError, QueryError
 
@@ -79,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_explain_parser(commands)
     add_plot_parser(commands)
     add_stream_parser(commands)
+    add_sql_parser(commands)
     return parser
 
 

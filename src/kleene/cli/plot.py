@@ -1,6 +1,7 @@
 """``kleene plot``: draw a stretch of an input and a query's complex events as a timeline.
 
-The picture is made by :meth:`kleene.Query.plot` (matplotlib, the ``plot``
+Several ``--input`` are merged by time as ``kleene run`` merges them
+(:func:`kleene.io.merge.merge_streams`).  The picture is made by :meth:`kleene.Query.plot` (matplotlib, the ``plot``
 extra, imported only when this command runs).
 """
 
@@ -9,18 +10,23 @@ from __future__ import annotations
 import argparse
 import re
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
+
+import pyarrow as pa
 
 from kleene.cli.common import (
     EXIT_OK,
     UsageError,
     load_query,
+    parse_inputs,
     skip_pandas_probe,
     spooled_stdin,
     unseen_messages,
 )
 from kleene.cli.sidefiles import check_written_files
+from kleene.io.merge import merge_streams
 from kleene.io.readers import read_batches
 from kleene.language.errors import UnseenNameWarning
 from kleene.language.parser import parse
@@ -44,7 +50,17 @@ def add_plot_parser(commands: Any) -> argparse.ArgumentParser:
         ),
     )
     plot.add_argument("query", metavar="QUERY", help="CEQL text, a path to a .ceql file, or - to read it from stdin")
-    plot.add_argument("--input", "-i", required=True, metavar="FILE", help="events: .csv, .jsonl or .parquet; - reads standard input")
+    plot.add_argument(
+        "--input", "-i", required=True, action="append", metavar="[STREAM=]FILE",
+        help="events: .csv, .jsonl or .parquet; - reads standard input; repeat it for several "
+        "inputs, merged by --time-column as kleene run merges them (STREAM=FILE names the "
+        "stream of a whole file)",
+    )
+    plot.add_argument(
+        "--stream-column", metavar="COL",
+        help="column naming each event's stream, for FROM S1, S2 (default: 'stream' when an "
+        "input is named STREAM=FILE)",
+    )
     plot.add_argument("--output", "-o", required=True, metavar="OUT", help="the picture: .png, .svg or .pdf")
     plot.add_argument("--format", choices=["csv", "jsonl", "json", "ndjson", "parquet"], help="input format (default: from the file extension)")
     plot.add_argument("--time-column", metavar="COL", help="timestamp column: the time axis (default: the input position)")
@@ -83,7 +99,13 @@ def plot_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     skip_pandas_probe()
     if Path(args.output).suffix.lower() not in PICTURE_FORMATS:
         raise UsageError(f"--output {args.output!r}: choose a file ending in {', '.join(PICTURE_FORMATS)}")
-    check_written_files([args.input], [("--output", args.output)])
+    given = parse_inputs(args.input)
+    if len(given) > 1 and not args.time_column:
+        raise UsageError("several inputs are merged by time: give --time-column")
+    stream_column = args.stream_column or (
+        "stream" if any(name is not None for name, _ in given) else None
+    )
+    check_written_files([path for _, path in given], [("--output", args.output)])
     start, stop = _bound(args.start), _bound(args.stop)
     if not args.time_column and any(isinstance(b, str) for b in (start, stop)):
         raise UsageError("--from/--to with a time need --time-column (or give input positions)")
@@ -92,14 +114,24 @@ def plot_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     if len(program.queries) > 1:
         raise UsageError("kleene plot draws one query: QUERY holds several")
     options = InputOptions(
-        type_column=args.type_column, time_column=args.time_column, time_unit=args.time_unit
+        type_column=args.type_column, time_column=args.time_column, time_unit=args.time_unit,
+        stream_column=stream_column,
     )
     query = compile_parsed(program, 0, text, None, options)
-    with spooled_stdin([(None, args.input)], args.format) as inputs, warnings.catch_warnings(
+    with spooled_stdin(given, args.format) as inputs, warnings.catch_warnings(
         record=True
     ) as caught:
         warnings.simplefilter("always", UnseenNameWarning)
-        batches = read_batches(inputs[0][1], format=args.format)
+        batches: Iterable[pa.RecordBatch]
+        if len(inputs) == 1 and inputs[0][0] is None:
+            batches = read_batches(inputs[0][1], format=args.format)
+        else:
+            batches = merge_streams(
+                [(name, read_batches(path, format=args.format)) for name, path in inputs],
+                time_column=args.time_column,
+                time_unit=args.time_unit,
+                stream_column=stream_column or "stream",
+            )
         figure = query.plot(
             batches,
             path=args.output,

@@ -168,6 +168,13 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
     )
     run.add_argument("--master", default="local[*]", metavar="URL", help="Spark master for --engine spark (default: local[*])")
     run.add_argument(
+        "--no-class-archive",
+        dest="class_archive",
+        action="store_false",
+        help="with --engine spark on a local master: start the JVM without kleene's class archive "
+        "(by default the first run builds it in kleene's cache, later runs start faster from it)",
+    )
+    run.add_argument(
         "--spark-log",
         metavar="FILE",
         help="with --engine spark: where Spark's and its Python workers' log lines go (default: a "

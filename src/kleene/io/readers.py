@@ -227,9 +227,13 @@ def _select(batches: Iterator[pa.RecordBatch], wanted: frozenset[str]) -> Iterat
 def read_table(path: str | Path, *, format: str | None = None) -> pa.Table:
     """The whole file as one table (for small inputs, tests and notebooks)."""
     batches = list(read_batches(path, format=format))
-    if not batches:
-        return pa.table({})
-    return pa.Table.from_batches(batches)
+    if batches:
+        return pa.Table.from_batches(batches)
+    if detect_format(Path(path), format) == "parquet" and Path(path).is_file():
+        import pyarrow.parquet as pq  # lazy: every `kleene run` imports this module
+
+        return pq.read_schema(path).empty_table()  # no rows, but the footer's columns
+    return pa.table({})
 
 
 def cheap_columns(

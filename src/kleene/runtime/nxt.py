@@ -278,19 +278,29 @@ class NxtEvaluator:
     def _match(self, start: int, chain: Chain, end: int) -> tuple[int, ...]:
         """The positions of the best match of ``start``, ending at ``end``, from its entry's chain."""
         found = [end]
+        append = found.append
         # Moves at this very event came after the output was taken.
         records = [r for r in self.moved.get(start, ()) if r[0] < end]
-        k = 0
-        while chain is not None:
-            if k < len(records):
-                j = records[k][1].get(id(chain))
-                if j is not None and records[k][3][j] is chain:
-                    chain = records[k][2][j]
-                    k += 1
+        for moved_at, heads, own, theirs in records:
+            # Walk to the larger group's head recorded at this move, then switch to the
+            # start's own head for the same entry.  Nodes are made at their position, so
+            # the marks after the move (position > moved_at) are passed without a lookup.
+            while chain is not None:
+                if chain[0] > moved_at:
+                    append(chain[0])
+                    chain = chain[2]
                     continue
-            found.append(chain[0])
+                j = heads.get(id(chain))
+                if j is not None and theirs[j] is chain:
+                    chain = own[j]
+                    break
+                append(chain[0])
+                chain = chain[2]
+        while chain is not None:  # past the last move: the start's own marks only
+            append(chain[0])
             chain = chain[2]
-        return tuple(found[::-1])
+        found.reverse()
+        return tuple(found)
 
     def _refresh(self) -> None:
         states = self.rules.states

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kleene.native import load
 from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION, Node
 
 Chain = Any
@@ -69,34 +70,100 @@ def last_better(a: Best, b: Best) -> bool:
 
 
 def last_match(roots: list[Node], tau: int | float) -> tuple[int, tuple[int, ...]] | None:
-    """LAST's complex event below ``roots``, starting at ``tau`` or later."""
+    """LAST's complex event below ``roots``, starting at ``tau`` or later.
 
-    def combine(x: Best, y: Best) -> Best:
-        if x is None:
-            return y
-        if y is None or last_better(x, y):
-            return x
-        return y
-
-    def extend(below: Best, pos: int) -> Best:
-        if below is None:
-            return None
-        return (below[0], below[1], (pos, below[2]))
-
+    The dynamic program of the module docstring, written out for LAST (one pass, no
+    callbacks: it runs at every end, so its constant matters): :func:`_last_below` per root.
+    """
+    memo: dict[int, Best] = {}
     found: Best = None
-    for value in _solve(
-        roots,
-        tau,
-        bottom=lambda n: (n[1], n[2], None),
-        extend=extend,
-        union=combine,
-        none=None,
-        valid=lambda best: best is None or best[0] >= tau,
-    ):
-        found = combine(found, value)
+    for root in roots:
+        value = LAST_BELOW(root, tau, memo)
+        if value is not None and (found is None or last_better(value, found)):
+            found = value
     if found is None:
         return None
     return found[1], tuple(_positions(found[2])[::-1])
+
+
+_MISSING: Any = object()
+
+
+def _last_below(root: Node, tau: int | float, memo: dict[int, Best]) -> Best:
+    """LAST's best match below ``root`` that starts at ``tau`` or later (None: none).
+
+    Children before parents with one explicit stack; a node's value goes to ``memo`` (by
+    ``id``: every node is alive during the call), a union node's also to its slot ``CACHE``,
+    reused while its best still starts inside the window (``tau`` only grows, and dropping
+    matches that were not the best cannot change the best).  A node whose maximum start is
+    before ``tau`` holds nothing and is not entered.  Each node is evaluated once per call,
+    and a union node once while its cache holds: the work at an end is the nodes created
+    since the ends before (counted by tests/runtime/test_strategy_counts.py).
+    """
+    get = memo.get
+    stack = [root]
+    pop, push = stack.pop, stack.append
+    while stack:
+        n = stack[-1]
+        key = id(n)
+        if key in memo:
+            pop()
+            continue
+        if n[1] < tau:
+            memo[key] = None
+            pop()
+            continue
+        kind = n[0]
+        if kind == OUTPUT:
+            child = n[3]
+            below = _cached(child, tau)
+            if below is _MISSING:
+                below = get(id(child), _MISSING)
+                if below is _MISSING:
+                    push(child)
+                    continue
+            memo[key] = None if below is None else (below[0], below[1], (n[2], below[2]))
+        elif kind == UNION:
+            value = _cached(n, tau)
+            if value is _MISSING:
+                left, right = n[2], n[3]
+                lv = _cached(left, tau)
+                if lv is _MISSING:
+                    lv = get(id(left), _MISSING)
+                    if lv is _MISSING:
+                        push(left)
+                        continue
+                rv: Best = None
+                if right[1] >= tau:
+                    rv = _cached(right, tau)
+                    if rv is _MISSING:
+                        rv = get(id(right), _MISSING)
+                        if rv is _MISSING:
+                            push(right)
+                            continue
+                if lv is None or (rv is not None and not last_better(lv, rv)):
+                    value = rv
+                else:
+                    value = lv
+                if len(n) > CACHE:
+                    n[CACHE] = value
+                else:
+                    n.append(value)
+            memo[key] = value
+        else:  # BOTTOM (its maximum start is its own start, inside the window here)
+            memo[key] = (n[1], n[2], None)
+        pop()
+    return memo[id(root)]
+
+
+def _cached(n: Node, tau: int | float) -> Any:
+    """A union node's cached best if it still holds at ``tau``, else ``_MISSING``."""
+    if n[0] != UNION or len(n) <= CACHE:
+        return _MISSING
+    value = n[CACHE]
+    if value is None or value[0] >= tau:
+        return value
+    return _MISSING
 
 
 Entry = tuple[int | float, int, frozenset[int]]
@@ -215,3 +282,13 @@ def _post_order(root: Node, tau: int | float, leaf: Callable[[Node], bool]) -> l
             if n[3][1] >= tau:
                 stack.append((n[3], False))
     return out
+
+
+PURE_LAST_BELOW = _last_below
+"""The pure-Python :func:`_last_below`: the readable reference of ``kleene.runtime._last``."""
+_compiled = load("kleene.runtime._last")
+LAST_BELOW: Callable[[Node, int | float, dict[int, Best]], Best] = (
+    _last_below if _compiled is None else _compiled.last_below
+)
+"""LAST's dynamic program: :func:`_last_below`, or its compiled twin ``kleene.runtime._last``
+(:mod:`kleene.native`) when that is built."""

@@ -1,5 +1,9 @@
 """kleene on Spark: CEQL over DataFrames, in batch (:func:`detect`) and streaming (:func:`detect_stream`).
 
+MATCH_RECOGNIZE in batch: :func:`match_recognize` (a clause over a DataFrame) and
+:func:`sql` (a statement whose clauses run on kleene, the rest on Spark SQL), in
+:mod:`kleene.spark.recognize`.
+
 Importing this package imports PySpark (and finds pandas), the optional extra
 ``kleene[spark]``; without them it raises
 :class:`~kleene.language.errors.MissingDependencyError` saying what to
@@ -35,16 +39,22 @@ if not _pandas_found:
     )
 
 from kleene.spark.batch import DEFAULT_QUERY_NAME, detect, output_schema, plan_for, query_name
-from kleene.spark.session import active_session, ensure_importable, local_session
+from kleene.spark.session import active_session, ensure_importable, local_session, stop_session
 
 
 def __getattr__(name: str) -> Any:
-    """``detect_stream`` is imported on first use: the streaming module imports pandas."""
+    """``detect_stream`` is imported on first use: the streaming module imports pandas;
+    ``match_recognize`` and ``sql`` (MATCH_RECOGNIZE) load its parser only when used."""
     if name == "detect_stream":
         from kleene.spark.stream import detect_stream
 
         return detect_stream
+    if name in ("match_recognize", "sql"):
+        from kleene.spark import recognize as module
+
+        return getattr(module, name)
     raise AttributeError(f"module 'kleene.spark' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_QUERY_NAME",
@@ -53,7 +63,10 @@ __all__ = [
     "detect_stream",
     "ensure_importable",
     "local_session",
+    "match_recognize",
     "output_schema",
     "plan_for",
     "query_name",
+    "sql",
+    "stop_session",
 ]

@@ -218,6 +218,7 @@ def detect(
     ranges: int | None = None,
     stream_column: str | None = None,
     options: InputOptions | None = None,
+    position_column: str | None = None,
 ) -> DataFrame:
     """Run a CEQL query over ``df``; return one row per complex event (lazily).
 
@@ -235,6 +236,12 @@ def detect(
     and ``S>E``, as in :func:`kleene.compile`); positions count every row.
     The input options may also come as one ``options`` value (a compiled
     ``query`` brings its own), which single keywords override.
+    ``position_column`` (an expression Spark resolves, hidden columns too)
+    holds each row's position already: 0, 1, ... in the order ``(time_column,
+    input order)``, e.g. ``_metadata.row_index`` of one Parquet file known to be
+    sorted by time (``kleene run --engine spark`` checks that with pyarrow on the
+    time column alone).  No job then orders the rows; it is trusted as given.
+    The ranges plan, which needs the times where ranges start, ignores it.
 
     The query is compiled here, so query errors surface before any job runs;
     executors compile the text again (cheap, and nothing but text travels).
@@ -276,12 +283,17 @@ def detect(
     plan = plan_for(compiled, time_type, k)
 
     in_order = None
-    if not order_cols and not (plan.mode == "ranges" and isinstance(compiled.ast.within, ast.AttrWindow)):
+    given = position_column is not None and plan.mode != "ranges"
+    if given:
+        pass  # the caller's positions: no order check
+    elif not order_cols and not (plan.mode == "ranges" and isinstance(compiled.ast.within, ast.AttrWindow)):
         # (An attribute window is measured in a column that need not follow
         # the time order: its ranges come from the general path's statistics.)
         in_order = _input_order_positions(df, time_column, time_type)
     range_info: list[tuple[int, float]] | None = None
-    if in_order is not None:
+    if given:
+        positioned = df.withColumn(POS, F.col(str(position_column)).cast("long"))
+    elif in_order is not None:
         positioned = in_order.positioned
         if plan.mode == "ranges":
             range_info = _position_ranges(in_order, k, compiled)

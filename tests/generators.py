@@ -966,8 +966,12 @@ def across_cases(draw: st.DrawFn, max_size: int = 20) -> tuple[ast.Query, list[E
             return ast.Seq(other, core)
         return ast.Seq(core, other) if kind == "after" else core
 
-    left, right = side("a"), side("b")
-    core: ast.Pattern = ast.All(left, right) if draw(st.integers(0, 3)) else ast.And(left, right)
+    core: ast.Pattern
+    if draw(st.integers(0, 3)):
+        core = ast.All(side("a"), side("b"))
+    else:  # AND: the same events on both sides, a and b on different ones
+        t1, t2 = ast.EventType(draw(st.sampled_from(TYPES))), ast.EventType(draw(st.sampled_from(TYPES)))
+        core = ast.And(ast.Seq(ast.As(t1, "a"), t2), ast.Seq(t1, ast.As(t2, "b")))
     target, other = draw(st.sampled_from((("b", "a"), ("a", "b"))))
     where: ast.Pattern = ast.Filter(core, ast.FilterAtom(target, draw(_selective(target, other))))
     if draw(st.integers(0, 3)) == 0:

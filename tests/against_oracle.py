@@ -15,11 +15,9 @@ from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
-from hypothesis import reject
 
 import kleene
 from kleene.language import ast
-from kleene.language.errors import UnsupportedError
 from kleene.language.printer import to_ceql
 from kleene.reference.oracle import OracleBudgetExceeded, evaluate
 
@@ -32,16 +30,9 @@ def rows_of(events: list[dict[str, Any]], times: list[int]) -> list[dict[str, An
 
 def compile_case(query: ast.Query, stream_column: str | None = None, **tuning: Any) -> kleene.Query:
     """The case's query; ``tuning`` (kleene.planning.Tuning) picks another evaluation path."""
-    try:
-        q = kleene.compile(
-            to_ceql(query), time_column="__t", time_unit="ns", stream_column=stream_column
-        )
-    except UnsupportedError as err:
-        if "the UNLESS pattern tests" in str(err):
-            # kleene's documented limit (MAX_UNLESS_BITS atoms right of UNLESS, issue 18): the
-            # generator rarely draws more, and such a case tells nothing (hypothesis counts it)
-            reject()
-        raise
+    q = kleene.compile(
+        to_ceql(query), time_column="__t", time_unit="ns", stream_column=stream_column
+    )
     return q.tuned(**tuning) if tuning else q
 
 

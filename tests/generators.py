@@ -781,3 +781,200 @@ def pair_cases(draw: st.DrawFn, max_size: int = 30) -> tuple[ast.Query, list[Eve
     q = ast.Query(ast.Select(strategy, items), ("S",), where, (), within)
     evs, times = draw(streams(max_size=max_size, min_size=max_size // 2))
     return q, evs, times
+
+
+# ------------------------------------------ conditions written on an earlier variable (issue 18)
+
+
+@st.composite
+def earlier_variable_cases(draw: st.DrawFn, max_size: int = 30) -> tuple[ast.Query, list[Event], list[int]]:
+    """A condition written on a variable bound *before* one it reads (``a[v < b.v]``, ``b`` after
+    ``a``): single events ``a ; b [; c]`` (maybe contiguous, with a pattern in between), the
+    condition on ``a`` (or ``b``) reading later ones, the whole maybe under ``+`` or sequenced.
+    kleene moves such a condition onto the variable bound last
+    (kleene.language.conditions.on_later_variables); the oracle evaluates it as written."""
+    n = draw(st.integers(2, 3))
+    names = VARIABLES[:n]
+
+    def part(var: str) -> ast.Pattern:  # most often unfiltered: matches for the condition to cut
+        if draw(st.integers(0, 3)) == 0:
+            return draw(single_events(var))
+        return ast.As(ast.EventType(draw(st.sampled_from(TYPES))), var)
+
+    where: ast.Pattern = part(names[0])
+    for var in names[1:]:
+        right = part(var)
+        if draw(st.integers(0, 3)) == 0:  # something in between
+            right = ast.Seq(draw(_unbound(names)), right, draw(st.integers(0, 5)) == 0)
+        where = ast.Seq(where, right, draw(st.integers(0, 5)) == 0)
+    target = draw(st.sampled_from(names[:-1]))
+    later = names[names.index(target) + 1 :]
+    reads = draw(st.lists(st.sampled_from(later), min_size=1, max_size=len(later), unique=True))
+    pred = draw(_selective(target, reads[0]))
+    if len(reads) > 1:  # two later variables, or an earlier and a later one
+        pred = ast.PAnd(pred, draw(_selective(target, reads[1])))
+    elif target != names[0] and draw(st.booleans()):
+        pred = ast.PAnd(draw(_selective(target, names[0])), pred)
+    where = ast.Filter(where, ast.FilterAtom(target, pred))
+    shape = draw(st.sampled_from(("alone", "alone", "iter", "before", "after")))
+    if shape == "iter":
+        where = ast.Iter(where)
+    elif shape == "before":
+        where = ast.Seq(draw(_unbound(names)), where)
+    elif shape == "after":
+        where = ast.Seq(where, draw(_unbound(names)))
+    query, evs, times = draw(_condition_query(where, max_size))
+    if draw(st.integers(0, 2)):  # partitions of a 30-event stream rarely hold a whole match
+        query = replace(query, partition_by=())
+    return query, evs, times
+
+
+@st.composite
+def _selective(draw: st.DrawFn, target: str, other: str) -> ast.Pred:
+    """Mostly a bare comparison of ``target`` with ``other`` (an OR or NOT around it, as
+    :func:`nary_predicates` often draws, more often holds whatever the events)."""
+    if draw(st.integers(0, 3)) == 0:
+        return draw(nary_predicates(target, other))
+    if draw(st.integers(0, 4)) == 0:
+        return ast.Compare(draw(st.sampled_from(("==", "!="))), ast.Attr("s"), ast.VarAttr(other, "s"))
+    attr, read = draw(st.sampled_from(("v", "w"))), ast.VarAttr(other, draw(st.sampled_from(("v", "w"))))
+    return ast.Compare(draw(st.sampled_from(("<", "<=", ">", ">="))), ast.Attr(attr), read)
+
+
+def _unbound(names: tuple[str, ...]) -> st.SearchStrategy[ast.Pattern]:
+    """A small pattern that binds none of ``names`` (which would bind them twice)."""
+    return condition_patterns(1).filter(lambda p: not variables_of(p) & set(names))
+
+
+# ----------------------------------------------- UNLESS over many predicates (issue 18)
+
+
+@st.composite
+def wide_unless_cases(draw: st.DrawFn, max_size: int = 24) -> tuple[ast.Query, list[Event], list[int]]:
+    """``φ1 UNLESS φ2`` with many atomic predicates in ``φ2`` (often more than the 10 kleene once
+    allowed): an OR of single events or short sequences, each filtered by several thresholds
+    (``B[v > 3] AND B[w != 5]`` counts two atoms).  ``φ1`` is two or three events, maybe with an
+    iteration, under a window, so that ``φ2`` lands inside some matches and not others."""
+    parts = [ast.EventType(draw(st.sampled_from(TYPES))) for _ in range(draw(st.integers(2, 3)))]
+    if draw(st.integers(0, 2)) == 0:
+        parts[1] = ast.Iter(parts[1])
+    left: ast.Pattern = parts[0]
+    for p in parts[1:]:
+        left = ast.Seq(left, p)
+
+    def filtered() -> ast.Pattern:
+        name = draw(st.sampled_from(TYPES))
+        cond: ast.FilterExpr = ast.FilterAtom(name, draw(thresholds()))
+        for _ in range(draw(st.integers(0, 2))):
+            cond = ast.FilterAnd(cond, ast.FilterAtom(name, draw(thresholds())))
+        return ast.Filter(ast.EventType(name), cond)
+
+    def alternative() -> ast.Pattern:
+        first = filtered()
+        return ast.Seq(first, filtered()) if draw(st.integers(0, 3)) == 0 else first
+
+    right = alternative()
+    for _ in range(draw(st.integers(2, 7))):
+        right = ast.Or(right, alternative())
+    where = ast.Unless(left, right)
+    strategy = draw(st.sampled_from(("ALL", "ALL", "ALL", "NEXT", "LAST", "MAX", "STRICT")))
+    q = ast.Query(ast.Select(strategy), ("S",), where, (), ast.EventsWindow(draw(st.integers(2, 7))))
+    evs, times = draw(streams(max_size=max_size, min_size=max_size // 2))
+    return q, evs, times
+
+
+def unless_atoms(pattern: ast.Pattern) -> int:
+    """How many distinct atomic predicates (event types and unary predicates) the right sides of
+    the UNLESS of ``pattern`` test."""
+    from kleene.predicates.atoms import Atoms
+
+    found: set[tuple[int, int]] = set()
+
+    def walk(p: ast.Pattern) -> None:
+        if isinstance(p, ast.Unless):
+            atoms_ = Atoms()
+            atoms_.collect(p.right)
+            found.add((id(p), len(atoms_.event_types) + len(atoms_.preds)))
+        for name in ("pattern", "left", "right"):
+            child = getattr(p, name, None)
+            if isinstance(child, ast.Pattern):  # type: ignore[arg-type]
+                walk(child)
+
+    walk(pattern)
+    return max((n for _, n in found), default=0)
+
+
+# ------------------------------------ FILTERs naming an enclosing pattern's variable (issue 18)
+
+
+@st.composite
+def outer_scope_cases(draw: st.DrawFn, max_size: int = 24) -> tuple[ast.Query, list[Event], list[int]]:
+    """A FILTER inside a sub-pattern naming a variable bound around it (the CEL thesis's φ4 and
+    φ6 forms), which kleene evaluates where that variable is bound (kleene.language.scopes):
+
+    * φ4: ``A AS a ; (B AS b FILTER b[v > a.v])+ ; C`` (the outer ``a`` first), or
+      ``(B AS b FILTER b[v > a.v]) ; A AS a`` (after: then moved onto ``a``);
+    * φ6: ``A AS a ; ((B AS b FILTER a[v > 4]) OR (C AS b FILTER a[v <= 4]))``, a condition
+      on ``a`` choosing the branch, maybe with one between ``b`` and ``a`` too;
+    * either nested one level deeper, under an OR with a plain event or an iteration.
+    """
+    outer: ast.Pattern = ast.As(ast.EventType(draw(st.sampled_from(TYPES))), "a")
+
+    def inner_event(var: str) -> ast.Pattern:
+        return ast.As(ast.EventType(draw(st.sampled_from(TYPES))), var)
+
+    shape = draw(st.sampled_from(("phi4", "phi4", "phi4_after", "phi6", "phi6")))
+    if shape == "phi6":
+        guard = draw(thresholds())
+        left = ast.Filter(inner_event("b"), ast.FilterAtom("a", guard))
+        right = ast.Filter(inner_event("b"), ast.FilterAtom("a", ast.PNot(guard)))
+        if draw(st.booleans()):
+            right = ast.Filter(
+                right.pattern,
+                ast.FilterAnd(right.condition, ast.FilterAtom("b", draw(_selective("b", "a")))),
+            )
+        inner: ast.Pattern = ast.Or(left, right)
+    else:
+        inner = ast.Filter(inner_event("b"), ast.FilterAtom("b", draw(_selective("b", "a"))))
+        if shape == "phi4":
+            inner = ast.Iter(inner)
+    if shape != "phi4_after" and draw(st.integers(0, 3)) == 0:  # one level deeper
+        inner = ast.Or(inner, ast.EventType(draw(st.sampled_from(TYPES))))
+    if shape == "phi4_after":
+        where: ast.Pattern = ast.Seq(inner, outer)
+    else:
+        where = ast.Seq(outer, inner)
+    if draw(st.booleans()):
+        where = ast.Seq(where, ast.EventType(draw(st.sampled_from(TYPES))))
+    query, evs, times = draw(_condition_query(where, max_size))
+    if draw(st.integers(0, 2)):  # partitions of a short stream rarely hold a whole match
+        query = replace(query, partition_by=())
+    return query, evs, times
+
+
+@st.composite
+def across_cases(draw: st.DrawFn, max_size: int = 20) -> tuple[ast.Query, list[Event], list[int]]:
+    """A condition between the two sides of an AND or ALL, one event each (issue 18): ``(P ALL Q)
+    FILTER b[v > a.v]`` with ``a`` in ``P`` and ``b`` in ``Q``, which may come in either order
+    (or be one event); sometimes written on ``a``, sometimes sequenced with more."""
+
+    def side(var: str) -> ast.Pattern:
+        core = ast.As(ast.EventType(draw(st.sampled_from(TYPES))), var)
+        kind = draw(st.sampled_from(("one", "one", "one", "before", "after")))
+        other = ast.EventType(draw(st.sampled_from(TYPES + (WILDCARD,))))
+        if kind == "before":
+            return ast.Seq(other, core)
+        return ast.Seq(core, other) if kind == "after" else core
+
+    core: ast.Pattern
+    if draw(st.integers(0, 3)):
+        core = ast.All(side("a"), side("b"))
+    else:  # AND: the same events on both sides, a and b on different ones
+        t1, t2 = ast.EventType(draw(st.sampled_from(TYPES))), ast.EventType(draw(st.sampled_from(TYPES)))
+        core = ast.And(ast.Seq(ast.As(t1, "a"), t2), ast.Seq(t1, ast.As(t2, "b")))
+    target, other = draw(st.sampled_from((("b", "a"), ("a", "b"))))
+    where: ast.Pattern = ast.Filter(core, ast.FilterAtom(target, draw(_selective(target, other))))
+    if draw(st.integers(0, 3)) == 0:
+        where = ast.Seq(where, ast.EventType(draw(st.sampled_from(TYPES))))
+    query, evs, times = draw(_condition_query(where, max_size))
+    return replace(query, partition_by=()), evs, times  # whole matches in a short stream

@@ -298,6 +298,8 @@ def _compare_helpers(where_: ast.Pattern) -> None:
         seen["nullable"] += mine
         mine, theirs = semantics.single_event(node), variables.single_event(node)
         assert mine == theirs, pattern_to_ceql(node)
+        # where a FILTER naming an outer variable is evaluated (issue 18): the same scopes
+        assert semantics.binds(node) == variables.bound_variables(node), pattern_to_ceql(node)
         seen["single_event"] += mine
     for pred in _all_preds(where_):
         assert list(semantics.var_attrs(pred)) == list(conditions.var_attrs(pred))

@@ -46,24 +46,33 @@ PHI4_KLEENE = (
 )
 
 
-def test_14_phi4_as_written_is_rejected_with_a_caret_at_the_outer_variable() -> None:
+def test_14_phi4_as_written_gives_the_thesis_result() -> None:
     """The thesis lets a FILTER inside ``+`` read ``x`` bound outside it (φ4 is well-formed,
-    §5.1); kleene's valuations are built bottom-up (CORE §2), where ``x`` is empty inside
-    the ``+``: the condition would hold vacuously, so kleene refuses the query."""
-    with pytest.raises(kleene.QueryError) as info:
-        kleene.compile(PHI4_AS_WRITTEN)
-    err = info.value
-    assert "variable 'x' is not bound by the pattern this FILTER applies to" in str(err)
-    assert (err.line, err.column) == (1, PHI4_AS_WRITTEN.index("x.id") + 1)
+    §5.1), passing the enclosing valuation down.  kleene evaluates the condition at the
+    nearest pattern binding ``x`` (issue 18: the oracle defers it there; the engine lifts it,
+    kleene.language.scopes): the thesis's 3 complex events on both."""
+    assert kleene.compile(PHI4_AS_WRITTEN).engine == "registers"
+    assert engine(PHI4_AS_WRITTEN) == PHI4_EXPECTED
+    assert oracle(PHI4_AS_WRITTEN) == PHI4_EXPECTED
 
 
-def test_14_phi4_as_written_means_a_vacuous_condition_on_bottom_up_valuations() -> None:
-    """Why kleene rejects it: the oracle (which has no checker) evaluates the text as written
-    on CORE's valuations, where ``y[id = x.id]`` inside the ``+`` reads an empty ``x`` and
-    holds for every T: 7 complex events instead of the thesis's 3."""
-    got = oracle(PHI4_AS_WRITTEN)
-    assert PHI4_EXPECTED < got
-    assert got - PHI4_EXPECTED == {m(3, 5, 7), m(3, 4, 5, 7), m(3, 5, 6, 7), m(3, 4, 5, 6, 7)}
+PHI6_AS_WRITTEN = (
+    "SELECT * FROM S WHERE T AS x ; ((T AS y FILTER x[value >= 40]) OR (H AS y FILTER x[value < 40]))"
+)
+PHI6_EXPECTED = {m(1, 4), m(1, 5), m(1, 6), m(4, 5), m(4, 6), m(5, 6), m(6, 7), m(6, 8)}
+"""Spec §13 #17 (derived there): φ6, a condition on the outer ``x`` choosing the branch."""
+
+
+def test_17_phi6_outside_lp_normal_form_gives_the_thesis_result() -> None:
+    """φ6 is not in LP normal form (a FILTER on ``x`` inside the OR); the thesis rewrites it
+    (Thm 5.3), kleene evaluates ``x[...]`` where ``x`` is bound, per branch."""
+    assert engine(PHI6_AS_WRITTEN) == PHI6_EXPECTED
+    assert oracle(PHI6_AS_WRITTEN) == PHI6_EXPECTED
+    lp = (
+        "SELECT * FROM S WHERE ((T AS x FILTER x[value >= 40]) ; T AS y) "
+        "OR ((T AS x FILTER x[value < 40]) ; H AS y)"
+    )
+    assert engine(lp) == oracle(lp) == PHI6_EXPECTED
 
 
 def test_14_phi4_with_the_condition_on_the_whole_iteration_gives_the_thesis_result() -> None:

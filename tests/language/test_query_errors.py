@@ -198,11 +198,12 @@ def test_semantic_errors_with_declared_schema(text: str, needle: str, message: s
     ("text", "needle", "message"),
     [
         ("SELECT * FROM S WHERE SELL as a FILTER b[price > 1]", "b[", "variable 'b' is not bound by the pattern this FILTER applies to"),
-        ("SELECT * FROM S WHERE (A as a FILTER b[x > 1]) ; B as b", "b[", "variable 'b' is not bound"),
+        # b[...] inside names the b bound around it: evaluated there (issue 18); c is bound nowhere
+        ("SELECT * FROM S WHERE (A as a FILTER c[x > 1]) ; B as b", "c[", "variable 'c' is not bound by the pattern this FILTER applies to (known: A, a); it cannot be evaluated around it: no pattern around it binds 'c'"),
         ("SELECT b FROM S WHERE A as a", "b", "SELECT variable 'b' is not bound"),
         # Conditions between events (issue 5): once a syntax error, now checked.
         ("SELECT * FROM S WHERE A FILTER A[price > b.price]", "b.price", "unknown variable 'b'"),
-        ("SELECT * FROM S WHERE A as a ; B as b FILTER a[price > b.price]", "b.price", "variable 'b' is not bound yet"),
+        ("SELECT * FROM S WHERE (A as a)+ ; B as b FILTER a[price > b.price]", "b.price", "variable 'b' is not bound yet"),
         ("SELECT * FROM S WHERE A FILTER A['a' = 1]", "'a' = 1", "cannot compare a string with a number"),
         ("SELECT * FROM S WHERE A FILTER A['a' * 2 > 1]", "'a' *", "arithmetic '*' needs a number, not a string"),
         ("SELECT * FROM S WHERE A FILTER A[3 LIKE 'x']", "3 LIKE", "LIKE needs a string, not a number"),

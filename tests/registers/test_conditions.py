@@ -43,7 +43,7 @@ def test_rejected_with_position(name: str, query: str, message: str) -> None:
 
 
 def test_error_points_at_the_reference() -> None:
-    query = "SELECT *\nWHERE T as x ; H as y\nFILTER x[id = y.id]"
+    query = "SELECT *\nWHERE (T as x)+ ; H as y\nFILTER x[id = y.id]"
     with pytest.raises(QueryError) as info:
         kleene.compile(query)
     assert (info.value.line, info.value.column) == (3, 15)
@@ -137,7 +137,7 @@ def test_cli_explain(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["explain", "SELECT * WHERE T as x ; H as y FILTER y[id = x.id]"]) == 0
     assert "engine: registers" in capsys.readouterr().out
-    assert main(["explain", "SELECT * WHERE T as x ; H as y FILTER x[id = y.id]"]) == 2
+    assert main(["explain", "SELECT * WHERE (T as x)+ ; H as y FILTER x[id = y.id]"]) == 2
     assert "not bound yet" in capsys.readouterr().err
 
 

@@ -22,8 +22,8 @@ from against_oracle import aimed, check_against_oracle, compile_case, oracle, sk
 from condition_cases import PHI1, S1, sensor
 from generators import condition_cases, conjunction_cases
 from kleene.language import ast
-from kleene.language.conditions import without_self_references
 from kleene.language.parser import parse_query
+from kleene.language.scopes import evaluated_form
 from kleene.predicates.table import PredicateTable
 from kleene.registers.automaton import SRT, compile_srt
 from kleene.registers.windowed import (
@@ -395,7 +395,7 @@ def test_unrolled_sra_runs_equal_the_oracle(
         return  # counted
     items = query.select.items
     projection = None if items is None else frozenset(i.var for i in items)
-    srt = compile_srt(without_self_references(query.where), projection)
+    srt = compile_srt(evaluated_form(query.where), projection)
     sra = unroll(srt, query.within.count + 1)
     assert sra.acyclic
     syms = symbols(srt, tuple(events))
@@ -418,7 +418,7 @@ def test_determinized_sra_recognizes_what_the_unrolled_sra_does(
     query, events, _ = case
     assert isinstance(query.within, ast.EventsWindow)
 
-    srt = compile_srt(without_self_references(query.where), None)
+    srt = compile_srt(evaluated_form(query.where), None)
     sra = unroll(srt, min(query.within.count + 1, 3))
     try:
         dsra = determinize(sra, max_conditions=8)

@@ -79,9 +79,6 @@ class StateNumbering(Generic[K]):
             yield key, self.ids[key]
 
 
-MAX_UNLESS_BITS = 10
-"""Atomic predicates an UNLESS pattern may test (its transitions are split by their values)."""
-
 NOT_LABEL = "<not>"
 """The label of the event matched by NOT(...): part of the match, bound to no variable."""
 
@@ -280,48 +277,74 @@ class _Builder:
         Each run of φ1 carries the set of states of the runs of φ2 that
         started inside its span (a subset construction, since φ2 is only
         tested for existence); a run dies as soon as one of them completes.
-        Which φ2 transitions fire depends on the event's bits that φ2 tests,
-        so each φ1 transition is split by the values of those bits.
+        Which φ2 transitions fire depends on the event's bits, so each φ1
+        transition is split into *cells* (conjunctions of literals) on which
+        the fired set is constant: :meth:`_cells` splits on one bit at a time,
+        only where the result still depends on it, with event types exclusive
+        (one type per event).  So the split grows with the distinct outcomes,
+        not with ``2**bits`` (the former limit of 10 atoms); a construction
+        that still grows too large stops at ``max_states`` (a LimitError).
         """
         a, b = self.build(p.left), self.build(p.right)
-        relevant = 0
-        for t in b.transitions:
-            relevant |= t.mask | t.neg
-        bits = [1 << i for i in range(relevant.bit_length()) if relevant >> i & 1]
-        if len(bits) > MAX_UNLESS_BITS:
-            raise ValueError(
-                f"the UNLESS pattern tests {len(bits)} atomic predicates; at most "
-                f"{MAX_UNLESS_BITS} are supported"
-            )
-        valuations = [sum(b for k, b in enumerate(bits) if n >> k & 1) for n in range(1 << len(bits))]
         out_a, out_b = _by_source(a.transitions), _by_source(b.transitions)
-
-        def advance(subset: frozenset[int], value: int) -> frozenset[int] | None:
-            """φ2's states after an event with these bits; None once φ2 has matched."""
-            nxt: set[int] = set()
-            for q in subset | b.initial:
-                for t in out_b.get(q, ()):
-                    if value & t.mask == t.mask and not value & t.neg:
-                        if t.target in b.finals:
-                            return None
-                        nxt.add(t.target)
-            return frozenset(nxt)
-
         pair: StateNumbering[tuple[int, frozenset[int]]] = StateNumbering(self.state)
         initial = frozenset(pair((q, frozenset())) for q in a.initial)
         ts: list[_VT] = []
         for (q, subset), source in pair.pending():
+            live = [t for s in subset | b.initial for t in out_b.get(s, ())]
             for t in out_a.get(q, ()):
-                for value in valuations:
-                    mask, neg = t.mask | value, t.neg | (relevant & ~value)
-                    if mask & neg:
-                        continue
-                    nxt = advance(subset, value)
+                for mask, neg, nxt in self._cells(live, b.finals, t.mask, t.neg, len(ts)):
                     if nxt is not None:
                         ts.append(_VT(source, mask, t.labels, pair((t.target, nxt)), neg))
             self.grew(len(ts))
         finals = frozenset(i for (q, _), i in pair.ids.items() if q in a.finals)
         return _Fragment(tuple(ts), initial, finals)
+
+    def _cells(
+        self, live: list[_VT], finals: frozenset[int], mask: int, neg: int, made: int
+    ) -> list[tuple[int, int, frozenset[int] | None]]:
+        """Split the events with bits ``mask`` set and ``neg`` clear by what ``live`` does.
+
+        Returns ``(mask, neg, next)`` cells covering them: ``next`` is the set
+        of targets of the ``live`` transitions that fire on every event of the
+        cell, None when one of them reaches a final state (φ2 matched).  A
+        literal is added only while some transition's firing is undecided and
+        would change ``next``.  ``made`` counts the transitions built so far,
+        for the ``max_states`` limit.
+        """
+        types = (1 << len(self.atoms.event_types)) - 1
+        out: list[tuple[int, int, frozenset[int] | None]] = []
+        stack = [(mask, neg)]
+        while stack:
+            m, n = stack.pop()
+            if m & n or (m & types) & ((m & types) - 1):
+                continue  # contradictory, or two event types at once
+            off = n | (types & ~m if m & types else 0)  # one type set: the others are clear
+            fired: set[int] = set()
+            undecided: list[_VT] = []
+            for t in live:
+                if t.mask & off or t.neg & m:
+                    continue
+                if t.mask & ~m == 0 and t.neg & ~off == 0:
+                    fired.add(t.target)
+                else:
+                    undecided.append(t)
+            if fired & finals:
+                out.append((m, n, None))
+                continue
+            split = next(
+                (t for t in undecided if t.target in finals or t.target not in fired), None
+            )
+            if split is None:
+                out.append((m, n, frozenset(fired)))
+                if len(out) % 1024 == 0:
+                    self.grew(made + len(out))
+                continue
+            free = (split.mask & ~m) | (split.neg & ~off)
+            bit = free & -free
+            stack.append((m, n | bit))
+            stack.append((m | bit, n))
+        return out
 
     def _Star(self, p: ast.Star) -> _Fragment:  # noqa: N802
         """``φ*``: ``φ+`` or nothing (see :class:`_Fragment`)."""

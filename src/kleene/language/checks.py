@@ -13,6 +13,7 @@ learns what is wrong and only then what is missing.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable
 
@@ -29,6 +30,7 @@ from kleene.language.conditions import (
 from kleene.language.errors import QueryError, UnsupportedError
 from kleene.language.parser import name_span
 from kleene.language.schema import AttrKind, Schema
+from kleene.language.scopes import lift_outer_conditions
 from kleene.language.variables import (
     WILDCARD,
     bound_variables,
@@ -83,6 +85,10 @@ class _Checker:
         self.scope: dict[str, frozenset[str]] = {}
         """The variables of the pattern the FILTER being checked applies to."""
         self.from_streams: tuple[str, ...] = ()
+        self.unlifted: dict[int, str] = {}
+        """id(atom) -> why an atom naming an outer variable stays where it is written."""
+        self.shown: dict[str, str] = {}
+        """A variable the checker made up (kleene.language.scopes) -> how messages name it."""
 
     def error(self, message: str, span: Span) -> QueryError:
         return QueryError(message, span.line, span.column, self.source)
@@ -92,7 +98,10 @@ class _Checker:
         self.from_streams = q.streams
         self.streams(q)
         self.everywhere = _variables_anywhere(q.where)
-        self.pattern(q.where)
+        # Atoms naming an enclosing pattern's variables are checked where they are evaluated.
+        lifted = lift_outer_conditions(q.where)
+        where, self.unlifted, self.shown = lifted.pattern, lifted.stays, lifted.shown
+        self.pattern(where)
         bound = variable_event_types(q.where)
         self.select(q.select, bound)
         all_types = event_types_of(q.where)
@@ -102,7 +111,7 @@ class _Checker:
         self.window(q, all_types)
         if q.limit is not None and q.limit < 1:
             raise self.error(f"LIMIT must be at least 1, not {q.limit}", self.limit_span(q))
-        self.unsupported(q)
+        self.unsupported(dataclasses.replace(q, where=where))
 
     def limit_span(self, q: ast.Query) -> Span:
         found = list(_LIMIT_RE.finditer(self.source))
@@ -217,10 +226,12 @@ class _Checker:
         if cond.var == WILDCARD:
             message = _WILDCARD_IS_NO_VARIABLE + " (write `_ AS e ... FILTER e[...]`)"
             raise self.error(message, cond.span)
+        stays = self.unlifted.get(id(cond))
+        outer = "" if stays is None else f"; it cannot be evaluated around it: {stays}"
         if cond.var not in bound:
             raise self.error(
                 f"variable {cond.var!r} is not bound by the pattern this FILTER applies to"
-                f"{_known(bound)}",
+                f"{_known(bound)}{outer}",
                 cond.span,
             )
         for ref in var_attrs(cond.pred):
@@ -229,6 +240,10 @@ class _Checker:
                 raise self.error(f"unknown variable {ref.var!r}{_known(self.everywhere)}", span)
             why = problem(filtered, cond, ref)
             if why is not None:
+                if ref.var not in bound and outer:
+                    why = why.split(" (put the FILTER")[0] + outer
+                for made, name in self.shown.items():
+                    why = why.replace(repr(made), repr(name)).replace(f"{made}[", f"{name}[")
                 raise self.error(why, span)
         self.scope = bound
         self.pred(cond.pred, cond.var, bound[cond.var])

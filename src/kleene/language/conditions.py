@@ -14,7 +14,9 @@ of ``V(a)`` and ``prev(x).attr`` on the event of ``V(x)`` just before ``e``
 when, in every match of ``φ``, ``a`` is bound to exactly one event and that
 event comes before every event of ``x``: its register is written once, before
 any guard reads it (RMA's "bounded" expressions, Definition 2).  The checks
-below enforce that; :func:`problem` says what is wrong otherwise.
+below enforce that; :func:`problem` says what is wrong otherwise.  A condition
+over single events may be written on any of its variables:
+:func:`on_later_variables` moves it onto the one bound last before compiling.
 """
 
 from __future__ import annotations
@@ -162,8 +164,14 @@ def precedes(p: ast.Pattern, first: str, then: str) -> bool:
     return False  # iterations repeat `first`
 
 
-def problem(filtered: ast.Pattern, atom: ast.FilterAtom, ref: ast.VarAttr) -> str | None:
-    """Why ``ref`` cannot be read in ``filtered FILTER atom`` (None if it can)."""
+def problem(
+    filtered: ast.Pattern, atom: ast.FilterAtom, ref: ast.VarAttr, *, movable: bool = True
+) -> str | None:
+    """Why ``ref`` cannot be read in ``filtered FILTER atom`` (None if it can).
+
+    ``movable``: a variable bound after ``atom.var`` may be read when the whole
+    condition can be written on a later variable (:func:`on_later_variable`).
+    """
     x = atom.var
     if ref.prev:
         if ref.var != x:
@@ -195,20 +203,126 @@ def problem(filtered: ast.Pattern, atom: ast.FilterAtom, ref: ast.VarAttr) -> st
         )
     across = across_conjunction(filtered, a, x)
     if across is not None:
+        if movable and across_pair(filtered, atom) == a:
+            return None  # evaluated on whichever of the two events comes second
         name = type(across).__name__.upper()
         return (
             f"variables {a!r} and {x!r} are bound on different sides of {name} (or both "
-            f"sides bind one of them), whose events interleave in any order, so {a!r} may "
-            f"be matched after {x!r}: a condition between them is not supported; put it "
-            f"inside one side, or use ';' if {a!r} must come first"
+            f"sides bind one of them), whose events interleave in any order: a condition "
+            f"between them is evaluated when the second of the two events arrives, which "
+            f"needs each bound to exactly one event, no prev(...), and no third variable "
+            f"in the condition; put it inside one side, or use ';' if {a!r} must come first"
         )
     if not precedes(filtered, a, x):
+        if movable and on_later_variable(filtered, atom) is not None:
+            return None  # evaluated on the variable bound last (moved at compile time)
+        if binding_count(filtered, x) != 1:
+            several = (
+                "not bound in every match (one side of an OR, or under *)"
+                if binding_count(filtered, x) is None
+                else "bound to several events"
+            )
+            return (
+                f"variable {a!r} is not bound yet when {x!r} is matched, and {x!r} is "
+                f"{several}, so the condition cannot be moved onto {a!r} either: a "
+                f"condition on {x!r} may only read variables matched before every event of "
+                f"{x!r}; bind the events to compare with to a variable matched first"
+            )
         return (
-            f"variable {a!r} is not bound yet when {x!r} is matched: a condition on {x!r} "
-            f"may only read variables matched before every event of {x!r} (write it on "
-            f"the later variable, e.g. {a}[... {x}.attr ...])"
+            f"variable {a!r} is not bound yet when {x!r} is matched, and no variable of the "
+            f"condition is matched after all the others (in every match) to evaluate it on: "
+            f"write it on a variable that is (e.g. {a}[... {x}.attr ...] when {a!r} comes last)"
         )
     return None
+
+
+def across_pair(filtered: ast.Pattern, atom: ast.FilterAtom) -> str | None:
+    """The other variable of a condition between two single events that ``filtered`` does not
+    order (the sides of an AND/ALL), if ``atom`` is one: ``(A AS a ALL B AS b) FILTER
+    b[v > a.v]`` is evaluated on ``b`` when ``a`` came first, on ``a`` (swapped, by
+    :func:`swap_target`) when ``b`` did, and on the event itself when both are one event
+    (kleene.registers.automaton).  Needs the two variables bound to one event each and no
+    ``prev(...)``; None otherwise."""
+    refs = list(var_attrs(atom.pred))
+    others = {r.var for r in refs} - {atom.var}
+    if any(r.prev for r in refs) or len(others) != 1:
+        return None
+    (a,) = others
+    if binding_count(filtered, a) != 1 or binding_count(filtered, atom.var) != 1:
+        return None
+    return a if across_conjunction(filtered, a, atom.var) is not None else None
+
+
+def on_later_variable(filtered: ast.Pattern, atom: ast.FilterAtom) -> ast.FilterAtom | None:
+    """``atom`` written on the variable of its condition that is bound last, if it can be.
+
+    ``a[2 * c.price >= price]``, with ``a`` and ``c`` each bound to one event and
+    ``c`` after ``a`` in every match of ``filtered``, means "the pair of events
+    satisfies the comparison", which ``c[2 * price >= a.price]`` says too: the
+    valuation semantics of a condition over single events does not depend on
+    the variable it is written on.  Written on the last one, a register engine
+    evaluates it when that event arrives, all the others being stored by then.
+    None when the atom reads ``prev(...)``, when a variable of it may bind
+    several events or none (then the variable it is written on matters), or
+    when no variable comes after all the others (across AND/ALL sides, or on
+    one event, ``(T as x) as y``).
+    """
+    refs = list(var_attrs(atom.pred))
+    if any(r.prev for r in refs):
+        return None
+    names = sorted({atom.var} | {r.var for r in refs})
+    if len(names) < 2 or any(binding_count(filtered, v) != 1 for v in names):
+        return None
+    for last in names:
+        if last == atom.var:
+            continue
+        moved = ast.FilterAtom(last, swap_target(atom.pred, atom.var, last), atom.span)
+        if all(
+            problem(filtered, moved, r, movable=False) is None for r in var_attrs(moved.pred)
+        ):
+            return moved
+    return None
+
+
+def swap_target(node: Any, old: str, new: str) -> Any:
+    """``node`` read from ``new``'s event: ``attr`` becomes ``old.attr``, ``new.attr`` ``attr``."""
+    if isinstance(node, ast.Attr):
+        return ast.VarAttr(old, node.name, False, node.span)
+    if isinstance(node, ast.VarAttr) and node.var == new and not node.prev:
+        return ast.Attr(node.name, node.span)
+    changes = {}
+    for name in ("left", "right", "operand", "low", "high"):
+        child = getattr(node, name, None)
+        if child is not None:
+            changes[name] = swap_target(child, old, new)
+    return dataclasses.replace(node, **changes) if changes else node
+
+
+def on_later_variables(p: ast.Pattern) -> ast.Pattern:
+    """Every condition of ``p`` written on the variable it is evaluated on (see
+    :func:`on_later_variable`): the form the register engine runs.  ``p`` was checked, so an
+    atom that reads a variable not bound yet can be moved."""
+    if isinstance(p, ast.EventType):
+        return p
+    if isinstance(p, ast.Filter):
+        inner = on_later_variables(p.pattern)
+        return ast.Filter(inner, _moved_filter(p.pattern, p.condition), p.span)
+    if isinstance(p, ast.As | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
+        return dataclasses.replace(p, pattern=on_later_variables(p.pattern))
+    return dataclasses.replace(
+        p, left=on_later_variables(p.left), right=on_later_variables(p.right)
+    )
+
+
+def _moved_filter(filtered: ast.Pattern, cond: ast.FilterExpr) -> ast.FilterExpr:
+    if isinstance(cond, ast.FilterAtom):
+        stays = all(
+            problem(filtered, cond, r, movable=False) is None for r in var_attrs(cond.pred)
+        )
+        return cond if stays else on_later_variable(filtered, cond) or cond
+    return dataclasses.replace(
+        cond, left=_moved_filter(filtered, cond.left), right=_moved_filter(filtered, cond.right)
+    )
 
 
 def across_conjunction(p: ast.Pattern, a: str, x: str) -> ast.And | ast.All | None:

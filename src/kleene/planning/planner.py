@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterator
 from kleene.automata.compile import compile_labelled, compile_pattern
 from kleene.language import ast
 from kleene.language.conditions import atoms as filter_atoms
-from kleene.language.conditions import nary_filters, var_attrs, without_self_references
+from kleene.language.conditions import nary_filters, on_later_variables, var_attrs
 from kleene.language.errors import QueryError, UnsupportedError
 from kleene.language.printer import filter_to_ceql
 from kleene.language.schema import Schema
+from kleene.language.scopes import evaluated_form, lift_outer_conditions
 from kleene.language.variables import WILDCARD, variable_event_types
 from kleene.options import InputOptions
 from kleene.planning.plan import Plan, Tuning
@@ -49,6 +50,12 @@ def plan_query(
     a plan must not be run.
     """
     tuning = tuning or Tuning()
+    # A FILTER naming an enclosing pattern's variable is evaluated around that pattern
+    # (kleene.language.scopes); the plan is made for that form, the query kept as written.
+    written = query
+    lifted = lift_outer_conditions(query.where).pattern
+    if lifted is not query.where:
+        query = dataclasses.replace(query, where=lifted)
     items = query.select.items
     projection = None if items is None else frozenset(i.var for i in items)
     whole_match = projection is not None and query.select.strategy in WHOLE_MATCH_STRATEGIES
@@ -68,10 +75,11 @@ def plan_query(
         limit=query.limit,
         strategy=query.select.strategy,
     )
-    engine, reason = choose_engine(query)
+    engine, reason = choose_engine(written)
     atoms = Atoms()
     cea = labels = srt = register_runtime = None
-    where = without_self_references(query.where)
+    # a[2 * c.price >= price], c after a, runs as c[2 * price >= a.price] (docs/semantics.md)
+    where = evaluated_form(query.where)
     with_streams = options.stream_column is not None
     if engine == "registers":
         # Loaded only for conditions between events (start-up time of every other run).
@@ -108,7 +116,7 @@ def plan_query(
             raise UnsupportedError(str(err), span.line, span.column, text) from None
     requirements, untyped = _requirements(query)
     return Plan(
-        query=query,
+        query=written,
         text=text,
         schema=schema,
         options=options,
@@ -188,17 +196,32 @@ def _event_span(pattern: ast.Pattern, wanted: Callable[[ast.EventType], bool]) -
 
 def choose_engine(query: ast.Query) -> tuple[str, str]:
     """The engine for a query: CORE's tECS unless some FILTER relates two events."""
-    found = next(nary_filters(query.where), None)
+    lifted = lift_outer_conditions(query.where)  # where outer conditions are evaluated
+    where = lifted.pattern
+    found = next(nary_filters(where), None)
     if found is None:
         return "tecs", (
             "every FILTER reads only the event it filters (unary predicates): CORE's "
             "algorithm, constant time per event and output-linear enumeration"
         )
     _, atom = found
+    moved = [
+        f"{filter_to_ceql(a)} as {filter_to_ceql(b)}"
+        for (_, a), (_, b) in zip(
+            nary_filters(where), nary_filters(on_later_variables(where)), strict=True
+        )
+        if a.var != b.var
+    ]
+    evaluated = (
+        "; evaluated on the variable bound last: " + ", ".join(moved) if moved else ""
+    )
+    named = filter_to_ceql(atom)
+    if atom.var in lifted.shown:  # a variable made up for a FILTER naming an outer one
+        named += f" ({atom.var}: {lifted.shown[atom.var]}, evaluated where its variables are bound)"
     return "registers", (
-        f"{filter_to_ceql(atom)} relates events to each other, which unary automata cannot "
+        f"{named} relates events to each other, which unary automata cannot "
         "express: symbolic register transducer runs (the SRT papers), with the unary "
-        "conditions as a vectorized prefilter"
+        f"conditions as a vectorized prefilter{evaluated}"
     )
 
 

@@ -29,6 +29,15 @@ Semantics implemented (CORE paper §2 and the project's decisions):
     holds vacuously for the first event (the other conjuncts on every event).
     This is the SRT register semantics (a register overwritten at each
     binding, read by the guard before the write), stated on valuations;
+  - a FILTER atom naming a variable its pattern does not bind (the CEL
+    thesis's φ4, ``H AS x ; (T AS y FILTER y[id = x.id])+``, and φ6,
+    ``T AS x ; ((T AS y FILTER x[v >= 40]) OR ...)``), written as a top-level
+    conjunct: the valuation carries it, *deferred*, with the events it filters
+    (``V(y)`` at the FILTER; for φ6's outer ``x``, none: ``x``'s at the end),
+    and it is checked, as above, on the valuations of the nearest enclosing
+    pattern that binds all its variables (the thesis passes the valuation of
+    enclosing scopes down); a check no pattern resolves holds (the checker
+    rejects such queries);
   - ``φ1 OR φ2``: union;
   - ``φ1 ; φ2``: ``V1.end < V2.start``, interval ``[V1.start, V2.end]``,
     variables unioned; ``φ1 : φ2`` additionally requires ``V2.start`` to be
@@ -110,10 +119,20 @@ from typing import Any, NamedTuple
 
 from kleene.language import ast
 from kleene.reference.predicates import Others, holds
-from kleene.reference.semantics import conjuncts, nullable, reads_prev, single_event, var_attrs
+from kleene.reference.semantics import (
+    binds,
+    conjuncts,
+    nullable,
+    reads_prev,
+    single_event,
+    var_attrs,
+)
 
 ComplexEvent = tuple[int, int, tuple[int, ...]]
 Bindings = frozenset[tuple[str, frozenset[int]]]
+Deferred = frozenset[tuple[ast.FilterAtom, frozenset[int] | None]]
+"""Checks of FILTER atoms naming an enclosing pattern's variables: the atom, and the events of
+its variable it filters (None: the variable's events where the check is made)."""
 
 
 class OracleBudgetExceeded(RuntimeError):
@@ -135,6 +154,7 @@ class Valuation(NamedTuple):
     end: int
     positions: frozenset[int]
     bindings: Bindings
+    deferred: Deferred = frozenset()
 
     def get(self, var: str) -> frozenset[int]:
         """``V(var)``, the empty set when ``var`` is unbound."""
@@ -161,7 +181,11 @@ def _merge(a: Bindings, b: Bindings) -> Bindings:
 def _join(v1: Valuation, v2: Valuation) -> Valuation:
     """``V1`` followed by ``V2`` (the caller checked the order condition)."""
     return Valuation(
-        v1.start, v2.end, v1.positions | v2.positions, _merge(v1.bindings, v2.bindings)
+        v1.start,
+        v2.end,
+        v1.positions | v2.positions,
+        _merge(v1.bindings, v2.bindings),
+        v1.deferred | v2.deferred,
     )
 
 
@@ -178,6 +202,7 @@ class _Context:
     admissible: Callable[[int, int], bool]  # may an interval [s, e] still be output?
     budget: int | None
     produced: int = 0
+    defers: bool = True  # some FILTER names an outer variable (else nothing to resolve)
 
     def tracks(self, var: str) -> bool:
         return self.tracked is None or var in self.tracked
@@ -327,7 +352,8 @@ def _all(left: set[Valuation], right: set[Valuation], ctx: _Context) -> set[Valu
             start, end = min(v1.start, v2.start), max(v1.end, v2.end)
             if ctx.admissible(start, end):
                 bindings = _merge(v1.bindings, v2.bindings)
-                out.add(Valuation(start, end, v1.positions | v2.positions, bindings))
+                deferred = v1.deferred | v2.deferred
+                out.add(Valuation(start, end, v1.positions | v2.positions, bindings, deferred))
     return out
 
 
@@ -341,7 +367,12 @@ def _and(left: set[Valuation], right: set[Valuation], ctx: _Context) -> set[Valu
         matches = by_positions.get(v1.positions, [])
         ctx.charge(len(matches))
         for v2 in matches:
-            out.add(v1._replace(bindings=_merge(v1.bindings, v2.bindings)))
+            out.add(
+                v1._replace(
+                    bindings=_merge(v1.bindings, v2.bindings),
+                    deferred=v1.deferred | v2.deferred,
+                )
+            )
     return out
 
 
@@ -383,7 +414,92 @@ def _not_event(pattern: ast.NotEvent, ctx: _Context) -> set[Valuation]:
     return out
 
 
+def _filter(pattern: ast.Filter, ctx: _Context) -> set[Valuation]:
+    """``φ FILTER θ``: the top-level conjuncts of θ naming a variable φ does not bind are
+    deferred (module docstring), the rest is checked here."""
+    inner = binds(pattern.pattern)
+    now: list[ast.FilterExpr] = []
+    later: list[ast.FilterAtom] = []
+    stack = [pattern.condition]
+    while stack:
+        part = stack.pop()
+        if isinstance(part, ast.FilterAnd):
+            stack += [part.right, part.left]
+        elif isinstance(part, ast.FilterAtom) and not _names(part) <= inner:
+            later.append(part)
+        else:
+            now.append(part)
+    out = set()
+    for v in _eval(pattern.pattern, ctx):
+        if all(_satisfies(c, v, ctx.events) for c in now):
+            if later:
+                extra = frozenset(
+                    (atom, v.get(atom.var) if atom.var in inner else None) for atom in later
+                )
+                v = v._replace(deferred=v.deferred | extra)
+            out.add(v)
+    return out
+
+
+def _names(atom: ast.FilterAtom) -> frozenset[str]:
+    """The variables a FILTER atom needs bound: its own and the ones it reads (not ``prev``)."""
+    return frozenset({atom.var} | {r.var for r in var_attrs(atom.pred) if not r.prev})
+
+
+def _resolve(pattern: ast.Pattern, found: set[Valuation], ctx: _Context) -> set[Valuation]:
+    """Check the deferred atoms whose variables ``pattern`` binds, on its valuations."""
+    if not any(v.deferred for v in found):
+        return found
+    here = binds(pattern)
+    out = set()
+    for v in found:
+        due = {d for d in v.deferred if _names(d[0]) <= here}
+        if not due:
+            out.add(v)
+            continue
+        if all(_deferred_holds(atom, own, v, ctx) for atom, own in due):
+            out.add(v._replace(deferred=v.deferred - due))
+    return out
+
+
+def _deferred_holds(
+    atom: ast.FilterAtom, own: frozenset[int] | None, v: Valuation, ctx: _Context
+) -> bool:
+    """``atom`` on the events it filtered where it was written (``own``), the other variables
+    read on ``v``."""
+    if own is not None:
+        rest = frozenset(b for b in v.bindings if b[0] != atom.var)
+        v = v._replace(bindings=rest | {(atom.var, own)} if own else rest)
+    return _satisfies(atom, v, ctx.events)
+
+
 def _eval(pattern: ast.Pattern, ctx: _Context) -> set[Valuation]:
+    found = _eval_node(pattern, ctx)
+    return _resolve(pattern, found, ctx) if ctx.defers else found
+
+
+def _names_outer(pattern: ast.Pattern) -> bool:
+    """Does some FILTER of ``pattern`` name a variable its own pattern does not bind?"""
+    if isinstance(pattern, ast.EventType):
+        return False
+    if isinstance(pattern, ast.Filter):
+        inner = binds(pattern.pattern)
+        stack = [pattern.condition]
+        while stack:
+            c = stack.pop()
+            if isinstance(c, ast.FilterAtom):
+                if not _names(c) <= inner:
+                    return True
+            else:
+                stack += [c.left, c.right]
+    return any(
+        _names_outer(getattr(pattern, name))
+        for name in ("pattern", "left", "right")
+        if isinstance(getattr(pattern, name, None), ast.Pattern)
+    )
+
+
+def _eval_node(pattern: ast.Pattern, ctx: _Context) -> set[Valuation]:
     if isinstance(pattern, ast.EventType):
         out = set()
         binds = pattern.name != "_" and ctx.tracks(pattern.name)  # `_` binds nothing
@@ -407,9 +523,7 @@ def _eval(pattern: ast.Pattern, ctx: _Context) -> set[Valuation]:
             out.add(v._replace(bindings=rest | {(pattern.var, v.positions)}))
         return out
     if isinstance(pattern, ast.Filter):
-        return {
-            v for v in _eval(pattern.pattern, ctx) if _satisfies(pattern.condition, v, ctx.events)
-        }
+        return _filter(pattern, ctx)
     if isinstance(pattern, ast.Or):
         return _eval(pattern.left, ctx) | _eval(pattern.right, ctx)
     if isinstance(pattern, ast.Seq):
@@ -597,6 +711,7 @@ def evaluate_pattern(
     """
     tracked = frozenset(variables) if variables is not None else pattern_variables(pattern)
     ctx = _context(events, range(len(events)), type_key, None, tracked, lambda s, e: True, budget)
+    ctx.defers = _names_outer(pattern)
     return _eval(pattern, ctx)
 
 
@@ -635,11 +750,13 @@ def evaluate(
     if not optimise:
         admissible, tracked = (lambda s, e: True), None
 
+    defers = _names_outer(query.where)
     # Per partition: its substream and its matches by end position.
     parts = _partitions(query, events, stream_key)
     by_end: dict[int, list[tuple[tuple[Any, ...], Valuation]]] = defaultdict(list)
     for key, positions in parts.items():
         ctx = _context(events, positions, type_key, stream_key, tracked, admissible, budget)
+        ctx.defers = defers
         for v in _eval(query.where, ctx):
             if final(v.start, v.end):
                 by_end[v.end].append((key, v))

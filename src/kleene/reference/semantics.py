@@ -18,6 +18,10 @@ with the engine's counterpart (``kleene.language.variables``,
   ``a.attr`` / ``prev(x).attr`` references of a predicate and its top-level
   conjuncts (SRT register semantics, docs/semantics.md "Conditions between
   events").
+* :func:`binds`: the variables whose events a pattern's matches carry outside it
+  (``AS`` names and event types; not ``_``, not inside ``NOT(...)`` or on the right
+  of ``UNLESS``, which bind nothing outside): a FILTER naming another variable reads
+  the nearest enclosing pattern that binds it (docs/semantics.md, issue 18).
 * :func:`vdef_plus` and :func:`safety_violations`: the CEL thesis's safe
   formulas (§5.1): for every ``φ1 OP φ2`` with OP in {``;``, AND, ALL},
   ``vdef₊(φ1) ∩ vdef₊(φ2) = ∅``, where ``vdef₊`` are the variables defined by
@@ -37,6 +41,7 @@ from kleene.language import ast
 
 __all__ = [
     "ONE_EVENT_NODES",
+    "binds",
     "conjuncts",
     "nullable",
     "reads_prev",
@@ -207,3 +212,18 @@ def safety_violations(pattern: ast.Pattern) -> list[tuple[ast.Pattern, frozenset
             if shared:
                 found.append((node, shared))
     return found
+
+
+def binds(pattern: ast.Pattern) -> frozenset[str]:
+    """The variables ``pattern``'s matches can bind, as seen from outside it."""
+    if isinstance(pattern, ast.EventType):
+        return frozenset() if pattern.name == "_" else frozenset({pattern.name})
+    if isinstance(pattern, ast.NotEvent):
+        return frozenset()
+    if isinstance(pattern, ast.As):
+        return binds(pattern.pattern) | {pattern.var}
+    if isinstance(pattern, ast.Unless):
+        return binds(pattern.left)
+    if isinstance(pattern, ast.Filter | ast.Iter | ast.Star | ast.Repeat):
+        return binds(pattern.pattern)
+    return binds(pattern.left) | binds(pattern.right)

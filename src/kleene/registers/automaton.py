@@ -59,11 +59,13 @@ from kleene.automata.compile import NOT_LABEL, StateNumbering
 from kleene.automata.unroll import unroll
 from kleene.language import ast
 from kleene.language.conditions import (
+    across_pair,
     atoms,
     conjuncts,
     plain_attrs,
     reads_others,
     reads_prev,
+    swap_target,
     var_attrs,
 )
 from kleene.language.variables import WILDCARD, nullable
@@ -348,6 +350,10 @@ class _Builder:
             for e in _attrs_of(c):
                 self.attribute(e)
         for c in nary:
+            a = across_pair(p.pattern, ast.FilterAtom(x, c))
+            if a is not None:  # two events in either order (AND/ALL sides): the second decides
+                self._either_order(frag, c, x, a, slots)
+                continue
             vacuous = prev_reg if reads_prev(c) else None
             for t in mine:
                 self.pending.append((t, c, x, slots, vacuous))
@@ -356,6 +362,28 @@ class _Builder:
         entry = self.state()
         self.edge(entry, frag.start, frozenset({prev_reg}))
         return _Frag(entry, frag.final, frag.cons)
+
+    def _either_order(
+        self, frag: _Frag, c: ast.Pred, x: str, a: str, slots: dict[tuple[str, bool], int]
+    ) -> None:
+        """``x[c]`` reading ``a``, one event each, in either order (issue 18): on ``x``'s event
+        it holds while ``a``'s register is empty, on ``a``'s event (swapped onto ``a``) while
+        ``x``'s is, and on an event bound to both it reads that event for both."""
+        name = x + self.scope
+        if name not in self.var_register:
+            self.var_register[name] = self.register(name)
+        x_reg, a_reg = self.var_register[name], slots[(a, False)]
+        swapped = swap_target(c, x, a)
+        for t in frag.cons:
+            if x in t.variables:
+                t.writes.add(x_reg)
+        for t in frag.cons:
+            if x in t.variables and a in t.variables:
+                self.pending.append((t, plain_attrs(c, a), x, slots, None))
+            elif x in t.variables:
+                self.pending.append((t, c, x, slots, a_reg))
+            elif a in t.variables:
+                self.pending.append((t, swapped, a, {(x, False): x_reg}, x_reg))
 
     def _NotEvent(self, p: ast.NotEvent) -> _Frag:  # noqa: N802
         """``NOT(ψ)``: one event on which the single-event pattern ψ does not hold.

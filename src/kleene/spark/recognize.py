@@ -4,7 +4,7 @@
 input is grouped by the PARTITION BY columns (``groupBy(...).applyInArrow``; a
 shuffle puts each partition whole in one task, ``spark.sql.shuffle.partitions``
 tasks share them) and each partition's rows, as one Arrow table, go through
-:func:`kleene.sql.clause.evaluate_clause` (the one switch point to the evaluator).
+:func:`kleene.sql.clause.evaluate_clause` (the linear-time engine, as in process).
 Without PARTITION BY the whole input is one group, so one task.  Within a
 partition the evaluator sorts by ORDER BY; ties keep the input's order, which a
 shuffle does not keep, so a row id (``monotonically_increasing_id()``, taken

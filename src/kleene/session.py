@@ -125,15 +125,22 @@ class OrderedFeed:
         """
         assert self.reorder is not None
         out: list[Any] = []
-        for part, input_rows in self.reorder.push(batch, final=final, set_aside=self.set_aside):
-            # positions=None numbers the released rows on from next_row.
-            out.extend(
-                self._evaluate(
+        parts = self.reorder.push(batch, final=final, set_aside=self.set_aside)
+        # A limit passed now names the release, not only a position (issue 16: "position 0").
+        what = "--sort" if self.reorder.max_delay is None else "--max-delay"
+        self.releasing = f" (evaluating the {sum(p.num_rows for p, _ in parts):,} rows {what} held back)"
+        try:
+            for part, input_rows in parts:  # positions=None numbers them on from next_row
+                out.extend(self._evaluate(
                     part, with_events=with_events, positions=None, report=input_rows,
                     columnar=columnar,
-                )
-            )
+                ))
+        finally:
+            self.releasing = ""
         return out
+
+    releasing = ""
+    """While rows released by the reorder buffer are evaluated: says so, in limit messages."""
 
     def _evaluate(
         self,
@@ -322,7 +329,9 @@ class Session(OrderedFeed):
                 bits = bits[keep]
         if batch.num_rows == 0:
             return []
-        self.limits.check_memory(f"at input position {int(positions[0])}")  # every engine, per batch
+        self.limits.check_memory(  # every engine, per batch
+            f"at input position {int(positions[0])}{self.releasing}"
+        )
         keys = self._keys(batch)
         if bits is None:
             bits = q.predicates.evaluate(batch)

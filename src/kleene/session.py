@@ -126,21 +126,14 @@ class OrderedFeed:
         assert self.reorder is not None
         out: list[Any] = []
         parts = self.reorder.push(batch, final=final, set_aside=self.set_aside)
-        # A limit passed now names the release, not only a position (issue 16: "position 0").
-        what = "--sort" if self.reorder.max_delay is None else "--max-delay"
-        self.releasing = f" (evaluating the {sum(p.num_rows for p, _ in parts):,} rows {what} held back)"
-        try:
-            for part, input_rows in parts:  # positions=None numbers them on from next_row
-                out.extend(self._evaluate(
-                    part, with_events=with_events, positions=None, report=input_rows,
-                    columnar=columnar,
-                ))
-        finally:
-            self.releasing = ""
+        self.releasing = f" (evaluating {sum(p.num_rows for p, _ in parts):,} rows held back)"
+        for part, input_rows in parts:  # positions=None numbers them on from next_row
+            out.extend(self._evaluate(part, with_events=with_events, positions=None,
+                                      report=input_rows, columnar=columnar))
+        self.releasing = ""
         return out
 
-    releasing = ""
-    """While rows released by the reorder buffer are evaluated: says so, in limit messages."""
+    releasing = ""  # said by limit messages while released rows are evaluated (issue 16)
 
     def _evaluate(
         self,
@@ -329,9 +322,7 @@ class Session(OrderedFeed):
                 bits = bits[keep]
         if batch.num_rows == 0:
             return []
-        self.limits.check_memory(  # every engine, per batch
-            f"at input position {int(positions[0])}{self.releasing}"
-        )
+        self.limits.check_memory(f"at input position {int(positions[0])}{self.releasing}")
         keys = self._keys(batch)
         if bits is None:
             bits = q.predicates.evaluate(batch)

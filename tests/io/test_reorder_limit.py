@@ -107,4 +107,4 @@ def test_a_limit_passed_while_held_rows_are_evaluated_says_so(tmp_path: Path) ->
     with pytest.raises(LimitError) as caught:
         list(q.matches(str(data)))
     assert caught.value.limit == "max_memory"
-    assert "at input position 0 (evaluating the 3,000 rows --sort held back)" in str(caught.value)
+    assert "at input position 0 (evaluating 3,000 rows held back)" in str(caught.value)

@@ -13,3 +13,19 @@ def kleene_run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[s
     return subprocess.run(
         [sys.executable, "-m", "kleene", "run", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
     )
+
+
+CAP = 3_000_000_000
+"""Address space of a victim process (bytes): a limit that fails cannot swap the machine."""
+
+
+def capped_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``kleene run ARGS`` in a process whose address space is capped at :data:`CAP`."""
+    code = (
+        f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({CAP}, {CAP})); "
+        "from kleene.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, "run", *args], capture_output=True, text=True,
+        timeout=timeout, cwd=ROOT,
+    )

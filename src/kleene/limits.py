@@ -12,12 +12,17 @@ grows, so that it stops early:
 * ``max_matches``: complex events completed by one event (the output of ``A ; B+ ; C`` over a
   wide window grows exponentially with the window); ``LIMIT n`` below it cuts silently, as
   the query asked;
+* ``max_held``: rows ``max_delay`` holds back at once (the reorder buffer,
+  :mod:`kleene.io.reorder`), checked after each batch pushed into it has released the rows
+  behind the watermark;
 * ``max_memory``: the resident memory of the process, looked at per batch, per
   :data:`CHECK_EVERY` complex events (by the tECS engine) and by the reorder buffer of
   ``max_delay``.
 
-The register engine (conditions between events) checks only ``max_memory``, per batch (by the
-session) and through the reorder buffer; the CLI turns a ``MemoryError`` into a message (exit 2).
+The register engine (conditions between events) checks ``max_states`` while its automaton is
+built, ``max_runs`` (its runs, or the pair join's indexed first events) and ``max_matches`` at
+each event; the session looks at ``max_memory`` per batch for every engine.  The CLI turns a
+``MemoryError`` that slips past them into a message (exit 2).
 
 docs/reliability.md ("Limits and memory") lists them with their defaults and tests.
 """
@@ -37,6 +42,8 @@ DEFAULT_MAX_RUNS = 10_000_000
 """Runs (partitions for the tECS engine) alive at once."""
 DEFAULT_MAX_MATCHES = 1_000_000
 """Complex events one event may complete."""
+DEFAULT_MAX_HELD = 1_000_000
+"""Rows ``max_delay`` may hold back at once (a day's delay over a fast feed holds millions)."""
 CHECK_EVERY = 1 << 16
 """Complex events output between two looks at the resident memory."""
 
@@ -95,9 +102,10 @@ class Limits:
     max_matches: int = DEFAULT_MAX_MATCHES
     max_memory: int = 0
     """Bytes of resident memory; 0: :func:`default_max_memory`."""
+    max_held: int = DEFAULT_MAX_HELD
 
     def __post_init__(self) -> None:
-        for name in ("max_states", "max_runs", "max_matches"):
+        for name in ("max_states", "max_runs", "max_matches", "max_held"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise KleeneError(f"{name} must be a positive integer, not {value!r}")
@@ -139,6 +147,16 @@ class Limits:
             "LIMIT n to the query to keep the first n, narrow the window, or raise the limit "
             "with --max-matches N (max_matches=N in Python)",
             "max_matches", self.max_matches,
+        )
+
+    def held_error(self, held: int, delay: str, row: int) -> LimitError:
+        """``max_delay`` holds back more rows than ``max_held`` (the reorder buffer)."""
+        return LimitError(
+            f"holding back {held:,} rows for max_delay = {delay} (--max-delay) passed the limit "
+            f"max_held = {self.max_held:,} rows by input row {row}: lower --max-delay to the "
+            "disorder the input really has, sort the input beforehand (--sort), or raise the "
+            "limit with --max-held N (max_held=N in Python)",
+            "max_held", self.max_held,
         )
 
     def check_memory(self, where: str) -> None:

@@ -64,7 +64,8 @@ class InputOptions:
     Arrow data (``"4GB"``, or an int; default: half the machine's memory).
     ``max_states``, ``max_runs``, ``max_matches`` and ``max_memory`` (``"4GB"`` or an int)
     bound the automaton, the live runs, the complex events of one event and the process's
-    memory (:mod:`kleene.limits`; None: the default); passing one stops the run with a
+    memory, ``max_held`` the rows ``max_delay`` holds back at once (:mod:`kleene.limits`;
+    None: the default); passing one stops the run with a
     :class:`~kleene.language.errors.LimitError`.
     """
 
@@ -82,6 +83,7 @@ class InputOptions:
     max_runs: int | None = None
     max_matches: int | None = None
     max_memory: str | int | None = None
+    max_held: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.null_values, str):
@@ -111,6 +113,7 @@ class InputOptions:
                 ("max_states", self.max_states),
                 ("max_runs", self.max_runs),
                 ("max_matches", self.max_matches),
+                ("max_held", self.max_held),
             )
             if value is not None
         }
@@ -143,7 +146,7 @@ class InputOptions:
             return None
         return ReorderBuffer(
             self.time_column or "", self.time_unit, delay, self.max_delay,
-            hold_memory=self.limits.max_memory,
+            hold_memory=self.limits.max_memory, limits=self.limits,
         )
 
     def policy(self) -> BadRowPolicy:

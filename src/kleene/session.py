@@ -125,15 +125,15 @@ class OrderedFeed:
         """
         assert self.reorder is not None
         out: list[Any] = []
-        for part, input_rows in self.reorder.push(batch, final=final, set_aside=self.set_aside):
-            # positions=None numbers the released rows on from next_row.
-            out.extend(
-                self._evaluate(
-                    part, with_events=with_events, positions=None, report=input_rows,
-                    columnar=columnar,
-                )
-            )
+        parts = self.reorder.push(batch, final=final, set_aside=self.set_aside)
+        self.releasing = f" (evaluating {sum(p.num_rows for p, _ in parts):,} rows held back)"
+        for part, input_rows in parts:  # positions=None numbers them on from next_row
+            out.extend(self._evaluate(part, with_events=with_events, positions=None,
+                                      report=input_rows, columnar=columnar))
+        self.releasing = ""
         return out
+
+    releasing = ""  # said by limit messages while released rows are evaluated (issue 16)
 
     def _evaluate(
         self,
@@ -322,7 +322,7 @@ class Session(OrderedFeed):
                 bits = bits[keep]
         if batch.num_rows == 0:
             return []
-        self.limits.check_memory(f"at input position {int(positions[0])}")  # every engine, per batch
+        self.limits.check_memory(f"at input position {int(positions[0])}{self.releasing}")
         keys = self._keys(batch)
         if bits is None:
             bits = q.predicates.evaluate(batch)

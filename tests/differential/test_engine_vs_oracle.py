@@ -22,7 +22,9 @@ from against_oracle import (
 from generators import STREAM_KEY, cases
 
 
-@aimed("WITHIN", "PARTITION BY", "CONSUME BY")
+# LIMIT changed the result in 159 of 439 cases (36%) at the last run, since a LIMIT is no longer
+# drawn for NEXT and LAST (which keep one match per end: 25% before); the others 49-75%.
+@aimed("WITHIN", "PARTITION BY", "CONSUME BY", "LIMIT")
 @settings(
     max_examples=600,  # 2,000 before the cases grew to 30-40 events (issue 16)
     deadline=None,
@@ -33,9 +35,10 @@ def test_engine_equals_oracle(case: Case) -> None:
     check_against_oracle(case)
 
 
-# STRICT changed the result in 92 of 242 cases (38%) at the last run: printed, not asserted (a
-# third would fail now and then); the others were at 43-75%.
-@aimed("NEXT", "LAST", "MAX", "UNLESS", "WITHIN", "PARTITION BY", "CONSUME BY")
+# STRICT changed the result in 48 of 127 cases (38%) at the last run, the others 44-58%: each is
+# asserted at a third, beyond sampling noise (share_bounds).  LIMIT is printed only (157 of 523,
+# 30%: STRICT and MAX leave few ends with several matches for it to cut).
+@aimed("STRICT", "NEXT", "LAST", "MAX", "UNLESS", "WITHIN", "PARTITION BY", "CONSUME BY")
 @settings(
     max_examples=1200,  # 2,000 before the cases grew to 30-40 events (issue 16)
     deadline=None,

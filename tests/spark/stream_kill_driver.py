@@ -78,8 +78,10 @@ def main(config_path: str) -> int:
 
     kstream._BatchWriter.__call__ = hooked_call  # type: ignore[method-assign]
     kstream._BatchWriter._write = hooked_write  # type: ignore[method-assign]
+    # C1 only (quick_jit): each run is short, and the test starts three JVMs or more; C2's
+    # compilations cost more CPU than they save on a few thousand rows (docs/reliability.md).
     spark = local_session(
-        "local[2]", app_name="kleene-kill",
+        "local[2]", app_name="kleene-kill", quick_jit=True,
         **{"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
     )
     base = config["base"]

@@ -41,6 +41,7 @@ from kleene.io.writers import output_format
 from kleene.language.errors import DataError, KleeneError, UnseenNameWarning
 from kleene.language.parser import parse
 from kleene.limits import (
+    DEFAULT_MAX_HELD,
     DEFAULT_MAX_MATCHES,
     DEFAULT_MAX_RUNS,
     DEFAULT_MAX_STATES,
@@ -110,6 +111,11 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
         metavar="DURATION",
         help="accept input out of time order by at most DURATION (e.g. '2 seconds'): events are "
         "buffered and released in time order; later ones are bad rows (needs --time-column)",
+    )
+    run.add_argument(
+        "--max-held", type=_positive_int, metavar="N",
+        help=f"most rows --max-delay may hold back at once (default: {DEFAULT_MAX_HELD:,}); "
+        "more stops the run with an error naming the input row (exit 2)",
     )
     run.add_argument(
         "--sort",
@@ -264,6 +270,7 @@ def compile_queries(
         max_runs=args.max_runs,
         max_matches=args.max_matches,
         max_memory=args.max_memory,
+        max_held=args.max_held,
     )
     if len(texts) == 1:
         program = parse(texts[0][1])  # parsed once: lark's parse is a part of every start

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from kleene.io.timecol import to_nanos
 from kleene.language.errors import DataError, KleeneError, LimitError
-from kleene.limits import resident_bytes
+from kleene.limits import Limits, resident_bytes
 
 _ROW = "__kleene_row"
 _TIME = "__kleene_time"
@@ -66,6 +66,7 @@ class ReorderBuffer:
         *,
         sort_memory: int | None = None,
         hold_memory: int | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.time_column = time_column
         self.time_unit = time_unit
@@ -77,6 +78,8 @@ class ReorderBuffer:
         """With ``max_delay`` None: the most bytes of Arrow data held (the limit of ``sort``)."""
         self.hold_memory = hold_memory
         """With ``max_delay``: the most bytes of Arrow data held back (``max_memory``)."""
+        self.limits = limits
+        """With ``max_delay``: ``max_held``, the most rows held back at once (None: no limit)."""
         self.held = 0
         self.parts: list[pa.Table] = []
         self.next_input = 0
@@ -151,6 +154,9 @@ class ReorderBuffer:
             cut = int(np.searchsorted(ordered_times, self.latest_seen - self.max_delay, side="right"))
         released, self.pending = ordered.slice(0, cut), ordered.slice(cut)
         self.held = self.pending.nbytes
+        if self.limits is not None and self.pending.num_rows > self.limits.max_held:
+            # Rows still behind the watermark after this batch: it brought them past the limit.
+            raise self.limits.held_error(self.pending.num_rows, self.said, self.next_input - 1)
         if cut == 0:
             return []
         input_rows = released.column(_ROW).to_numpy()

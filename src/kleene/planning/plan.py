@@ -122,6 +122,7 @@ class Plan:
                 limit=settings.limit,
                 strategy=settings.strategy,
                 type_column=self.options.type_column,
+                limits=self.options.limits,
             )
         assert self.cea is not None
         projector = None

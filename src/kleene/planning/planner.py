@@ -88,7 +88,10 @@ def plan_query(
 
         # The SRT marks every event under a whole-match strategy, and the
         # runtime projects the chosen ones (kleene.registers.runtime).
-        srt = compile_srt(where, projection, with_streams=with_streams, strategy_first=whole_match)
+        srt = compile_srt(
+            where, projection, with_streams=with_streams, strategy_first=whole_match,
+            limits=options.limits,
+        )
         atoms.event_types = list(srt.event_types)
         atoms.preds = list(srt.preds)
         atoms.streams = list(srt.streams)

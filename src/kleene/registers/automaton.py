@@ -69,6 +69,7 @@ from kleene.language.conditions import (
     var_attrs,
 )
 from kleene.language.variables import WILDCARD, nullable
+from kleene.limits import Limits
 from kleene.predicates.nodes import structural_key
 from kleene.registers.guards import Guard, compile_guard
 
@@ -227,7 +228,12 @@ class _Builder:
         streams: list[str] | None = None,
         stream_base: int = 0,
         strategy_first: bool = False,
+        limits: Limits | None = None,
     ) -> None:
+        self.limits = limits or Limits()
+        """``max_states``: states made while the SRT is built (:mod:`kleene.limits`).  Its
+        transitions are not counted: a product state gets at most the pairs of its sides'
+        few transitions, so the states bound them (measured: fewer than 2 per state)."""
         self.projection = projection
         self.strategy_first = strategy_first
         """Mark every event of a match; ``hidden`` flags those outside the projection."""
@@ -256,6 +262,8 @@ class _Builder:
 
     def state(self) -> int:
         self.states += 1
+        if self.states > self.limits.max_states:
+            raise self.limits.states_error("the register automaton under construction", self.states)
         return self.states - 1
 
     def edge(self, a: int, b: int, clears: frozenset[int] = frozenset()) -> None:
@@ -786,8 +794,11 @@ def compile_srt(
     *,
     with_streams: bool = False,
     strategy_first: bool = False,
+    limits: Limits | None = None,
 ) -> SRT:
     """The ε-free SRT of a CEQL pattern (see the module docstring).
+
+    ``limits.max_states`` bounds the states built (a LimitError past it).
 
     ``with_streams``: the input says which stream each event comes from, so
     ``S>E`` also tests a stream bit (numbered after the predicates, whose
@@ -802,11 +813,11 @@ def compile_srt(
     if with_streams:
         _collect_streams(pattern, streams)
     if streams:
-        counting = _Builder(projection)
+        counting = _Builder(projection, limits=limits)
         _collect_types(pattern, counting.event_types)
         counting.build(expanded)
         base = len(counting.event_types) + len(counting.preds)
-    builder = _Builder(projection, streams, base, strategy_first)
+    builder = _Builder(projection, streams, base, strategy_first, limits)
     _collect_types(pattern, builder.event_types)  # type bits first, as in Atoms
     return builder.finish(builder.build(expanded))
 

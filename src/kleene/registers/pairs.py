@@ -42,6 +42,7 @@ import pyarrow as pa
 
 from kleene.language import ast
 from kleene.language.conditions import var_attrs
+from kleene.limits import Limits
 from kleene.predicates.table import PredicateTable
 from kleene.registers.automaton import SRT, RTransition
 from kleene.runtime.contract import FoundSink
@@ -144,8 +145,13 @@ def run_pairs(
     times: np.ndarray,
     window: float,
     out: FoundSink,
+    limits: Limits | None = None,
 ) -> None:
-    """Append the batch's complex events to ``out``, in order of end position."""
+    """Append the batch's complex events to ``out``, in order of end position.
+
+    ``limits.max_matches``: an event completing more complex events stops the run
+    (:mod:`kleene.limits`; the pair join has no LIMIT).
+    """
     found: list[tuple[np.ndarray, np.ndarray, bool, bool]] = []
     for step in steps:
         m1, m2 = np.uint64(step.first.mask), np.uint64(step.second.mask)
@@ -193,6 +199,8 @@ def run_pairs(
     if len(found) == 1:
         starts, ends, mark1, mark2 = found[0]
         order = np.lexsort((-starts, ends))
+        if limits is not None:
+            _check_matches(ends, limits)
         s_list, e_list = starts[order].tolist(), ends[order].tolist()
         # Tuples built by zip, in C: the only per-match work left is the output itself.
         if mark1 and mark2:
@@ -207,5 +215,17 @@ def run_pairs(
     for starts, ends, mark1, mark2 in found:
         for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
             unique[(s, e, (s,) * mark1 + (e,) * mark2)] = None
+    if limits is not None:
+        _check_matches(np.fromiter((k[1] for k in unique), np.int64, len(unique)), limits)
     for s, e, marked in sorted(unique, key=lambda k: (k[1], -k[0])):
         out.append((s, e, marked, None))
+
+
+def _check_matches(ends: np.ndarray, limits: Limits) -> None:
+    """Stop at the first event that completes more than ``max_matches`` complex events."""
+    if len(ends) <= limits.max_matches:
+        return
+    values, counts = np.unique(ends, return_counts=True)
+    over = np.flatnonzero(counts > limits.max_matches)
+    if len(over):
+        raise limits.matches_error(int(values[over[0]]))

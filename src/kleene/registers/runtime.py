@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kleene.limits import CHECK_EVERY, Limits
 from kleene.registers.automaton import SRT
 from kleene.registers.pairs import pair_plan, run_pairs
 from kleene.runtime.contract import FoundSink
@@ -120,8 +121,16 @@ class RegisterEngine:
         limit: int | None,
         strategy: str,
         type_column: str = "type",
+        limits: Limits | None = None,
     ) -> None:
         self.srt = srt
+        self.limits = limits or Limits()
+        """``max_runs`` (runs alive at once, all partitions) and ``max_matches`` (complex events
+        one event completes): :mod:`kleene.limits`; the session looks at ``max_memory``."""
+        self.live = 0
+        """Runs alive now, over every partition (kept up to date by each step)."""
+        self._look_at = min(self.limits.max_runs, CHECK_EVERY)
+        """Runs alive past which :meth:`_look` checks ``max_runs`` and the memory again."""
         self.window = window
         self.partitioned = partitioned
         self.consume = consume
@@ -137,6 +146,7 @@ class RegisterEngine:
             monitor = RegisterEngine(
                 dataclasses.replace(m, monitors=()), window=window, partitioned=partitioned,
                 consume="NONE", limit=None, strategy="ALL", type_column=type_column,
+                limits=self.limits,
             )
             monitor.latest = self.latest  # stepped with _step, event by event
             self.monitors.append(monitor)
@@ -180,9 +190,13 @@ class RegisterEngine:
         if self.pairs is not None:
             assert self.window is not None
             stamps = positions if times is None else times
-            run_pairs(self.pairs, batch, bits, positions, stamps, self.window, out)
+            run_pairs(self.pairs, batch, bits, positions, stamps, self.window, out, self.limits)
             self.steps += n
             self.tau = stamps[-1] - self.window
+            # A run of the pair join is an indexed first event waiting for its second.
+            self.live = sum(len(step.index.positions) for step in self.pairs)
+            if self.live > self.limits.max_runs:
+                raise self.limits.runs_error(self.live, "first events waiting in the window")
             return
         visit = range(n) if self.visit_all else np.flatnonzero(self.relevant(bits)).tolist()
         bit_list: list[int] = bits.tolist()
@@ -232,6 +246,8 @@ class RegisterEngine:
                 live += len(kept)
             else:
                 del self.runs[key]
+        self.live = live
+        self._look_at = min(self.limits.max_runs, live + CHECK_EVERY)
         self._sweep_at = self.steps + max(SWEEP_STEPS, live)
 
     def _step(
@@ -302,11 +318,25 @@ class RegisterEngine:
         for t in labelled[srt.initial]:
             if bits & t.mask == t.mask and not bits & t.neg:
                 fire(t, self._empty, pos, time, ())
+        self.live += len(new) - (len(old) if old else 0)
+        if self.live > self._look_at:
+            self._look(pos)
         if new:
             self.runs[key] = new
         elif old is not None:
             del self.runs[key]
         return found
+
+    def _look(self, pos: int) -> None:
+        """The runs grew by :data:`CHECK_EVERY` or passed ``max_runs``: check both limits.
+
+        Runs can double at each event, so the memory is looked at here too, not only between
+        batches (by the session): a batch could otherwise exhaust it.
+        """
+        if self.live > self.limits.max_runs:
+            raise self.limits.runs_error(self.live)
+        self.limits.check_memory(f"with {self.live:,} runs alive (at input position {pos})")
+        self._look_at = min(self.limits.max_runs, self.live + CHECK_EVERY)
 
     def _emit(
         self, found: list[tuple[int, tuple[int, ...]]], end: int, key: Hashable, out: FoundSink
@@ -316,6 +346,9 @@ class RegisterEngine:
             unique = project_chosen(self.strategy, unique)
         elif self.strategy in ("NEXT", "LAST", "MAX"):
             unique = select(self.strategy, unique)
+        # LIMIT at or below max_matches cuts silently, as asked (as in the tECS engine).
+        if len(unique) > self.limits.max_matches and self.limit > self.limits.max_matches:
+            raise self.limits.matches_error(end)
         unique = unique[: self.limit]
         for start, marked in unique:
             out.append((start, end, marked, key))
@@ -326,5 +359,6 @@ class RegisterEngine:
         """CONSUME BY: drop the runs of partition ``key`` (None: of every partition)."""
         if key is None:
             self.runs.clear()
+            self.live = 0
         else:
-            self.runs.pop(key, None)
+            self.live -= len(self.runs.pop(key, {}))

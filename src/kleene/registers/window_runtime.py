@@ -44,6 +44,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from kleene.language import ast
+from kleene.limits import Limits
 from kleene.registers.automaton import SRT
 from kleene.registers.pairs import pair_plan
 from kleene.registers.runtime import RegisterEngine
@@ -123,10 +124,11 @@ class WindowedEngine(RegisterEngine):
         limit: int | None,
         strategy: str,
         type_column: str = "type",
+        limits: Limits | None = None,
     ) -> None:
         super().__init__(
             srt, window=window, partitioned=partitioned, consume=consume, limit=limit,
-            strategy=strategy, type_column=type_column,
+            strategy=strategy, type_column=type_column, limits=limits,
         )
         if srt.monitors:
             raise ValueError("the windowed runtime does not evaluate UNLESS: use the runs")
@@ -328,6 +330,7 @@ class WindowedEngine(RegisterEngine):
                 runs[(state, registers, start, start, marked)] = None
             if runs:
                 self.runs[key] = runs
+                self.live += len(runs)
         self.parts.clear()
         self._plans.clear()
         self.subsets, self.oldest, self._subset_id = [], [], {}

@@ -68,6 +68,8 @@ class PairStep:
     right_attrs: tuple[str, ...]
     left_attrs: tuple[str, ...]
     index: _Index
+    tried: int = 0
+    """Candidate pairs evaluated so far (for tests that count work)."""
 
 
 def _to_pair(node: Any, first_vars: frozenset[str]) -> Any:
@@ -168,6 +170,7 @@ def run_pairs(
             hi = np.searchsorted(l_pos, r_pos, side="left")
             counts = np.maximum(hi - lo, 0)
             total = int(counts.sum())
+            step.tried += total
             if total:
                 r_idx = np.repeat(np.arange(len(right)), counts)
                 offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)

@@ -41,6 +41,7 @@ state (TR §6); deduplication is what keeps iterations such as
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -48,6 +49,7 @@ import numpy as np
 import pyarrow as pa
 
 from kleene.registers.automaton import SRT
+from kleene.registers.index import RunIndex, probes
 from kleene.registers.pairs import pair_plan, run_pairs
 from kleene.runtime.contract import FoundSink
 
@@ -141,6 +143,26 @@ class RegisterEngine:
             monitor.latest = self.latest  # stepped with _step, event by event
             self.monitors.append(monitor)
         self.runs: dict[Hashable, dict[Run, None]] = {}
+        """Per partition: the runs stepped one by one (all of them unless ``indexed``)."""
+        self.probes = probes(srt)
+        self.indexed = (
+            not self.strict and not srt.monitors and limit is None and strategy in ("ALL", "ANY")
+        )
+        """Whether runs at stationary states are indexed by register value (kleene.registers.index):
+        not under LIMIT and the strategies that choose among the complex events of an event,
+        which take them in the order the runs produce them."""
+        self.park = [self.indexed and srt.stationary[q] for q in range(srt.num_states)]
+        """Per state: runs there wait in a :class:`~kleene.registers.index.RunIndex`, tried only
+        by the events one of the state's transitions accepts, through its probe if it has one."""
+        self.parked: dict[Hashable, dict[int, RunIndex]] = {}
+        """Per partition, per parked state: its waiting runs."""
+        self.expiry: dict[Hashable, list[tuple[Any, int, int, Run]]] = {}
+        """Per partition: ``(start time, seq, state, run)`` of parked runs, a heap (window order)."""
+        self._seq = 0
+        self.touched = 0
+        """Runs tried on an event so far (moved, fired or kept), for tests that count work."""
+        self.probed = 0
+        """Index look-ups so far."""
         self.tau: int | float = NO_BOUND
         self._sweep_at = SWEEP_STEPS
         self.steps = 0
@@ -182,6 +204,7 @@ class RegisterEngine:
             stamps = positions if times is None else times
             run_pairs(self.pairs, batch, bits, positions, stamps, self.window, out)
             self.steps += n
+            self.touched = sum(step.tried for step in self.pairs)
             self.tau = stamps[-1] - self.window
             return
         visit = range(n) if self.visit_all else np.flatnonzero(self.relevant(bits)).tolist()
@@ -225,6 +248,9 @@ class RegisterEngine:
         for monitor in self.monitors:
             monitor._evict_expired(tau)
         live = 0
+        for key in list(self.expiry):
+            self._expire(key, tau)
+        live += sum(len(i) for indexes in self.parked.values() for i in indexes.values())
         for key in list(self.runs):
             kept = {run: None for run in self.runs[key] if run[3] >= tau}
             if kept:
@@ -247,6 +273,7 @@ class RegisterEngine:
         srt = self.srt
         labelled, gaps, stationary, finals = srt.labelled, srt.gaps, srt.stationary, srt.finals
         dead = srt.dead
+        park = self.park
         strict = self.strict
         latest = self.latest
         old = self.runs.get(key)
@@ -281,11 +308,18 @@ class RegisterEngine:
             if t.marked:
                 marked = (*marked, ~pos if t.hidden else pos)
             if not dead[t.target]:
-                new[(t.target, regs, start, stime, marked)] = None
+                if park[t.target]:
+                    parked.append((t.target, regs, start, stime, marked))
+                else:
+                    new[(t.target, regs, start, stime, marked)] = None
             if t.target in finals:
                 found.append((start, marked))
 
+        parked: list[Run] = []
+        if self.indexed:
+            old = self._step_parked(key, old, bits, columns, row, tau, fire, parked)
         if old:
+            self.touched += len(old)
             for run in old:
                 state, regs, start, stime, marked = run
                 if stime < tau:
@@ -304,9 +338,78 @@ class RegisterEngine:
                 fire(t, self._empty, pos, time, ())
         if new:
             self.runs[key] = new
-        elif old is not None:
+        elif key in self.runs:
             del self.runs[key]
+        if parked:
+            self._park(key, parked)
         return found
+
+    def _step_parked(
+        self,
+        key: Hashable,
+        old: dict[Run, None] | None,
+        bits: int,
+        columns: Sequence[Sequence[Any]],
+        row: int,
+        tau: Any,
+        fire: Any,
+        parked: list[Run],
+    ) -> dict[Run, None] | None:
+        """Try the parked runs of ``key`` that the event's probes select; the moving runs left.
+
+        Expired runs leave the indexes first.
+        """
+        self._expire(key, tau)
+        indexes = self.parked.get(key)
+        if not indexes:
+            return old
+        labelled = self.srt.labelled
+        event: tuple[Any, ...] | None = None
+        for q, index in indexes.items():
+            for k, t in enumerate(labelled[q]):
+                if bits & t.mask != t.mask or bits & t.neg:
+                    continue
+                if event is None:
+                    event = tuple(col[row] for col in columns)
+                self.probed += 1
+                for run in index.candidates(k, event):
+                    self.touched += 1
+                    fire(t, run[1], run[2], run[3], run[4])
+        return old
+
+    def adopt(self, key: Hashable, runs: dict[Run, None]) -> None:
+        """Take over the runs of partition ``key`` (the windowed runtime's hand-over)."""
+        moving = {run: None for run in runs if not self.park[run[0]]}
+        if moving:
+            self.runs[key] = moving
+        self._park(key, [run for run in runs if self.park[run[0]]])
+
+    def _park(self, key: Hashable, runs: list[Run]) -> None:
+        indexes = self.parked.setdefault(key, {})
+        heap = self.expiry.setdefault(key, [])
+        for run in runs:
+            q = run[0]
+            index = indexes.get(q)
+            if index is None:
+                index = indexes[q] = RunIndex(self.probes[q])
+            if index.add(run) and self.window is not None:
+                self._seq += 1
+                heapq.heappush(heap, (run[3], self._seq, q, run))
+
+    def _expire(self, key: Hashable, tau: Any) -> None:
+        """Drop the parked runs of ``key`` that started before ``tau``."""
+        heap = self.expiry.get(key)
+        if not heap or heap[0][0] >= tau:
+            return
+        indexes = self.parked[key]
+        while heap and heap[0][0] < tau:
+            _, _, q, run = heapq.heappop(heap)
+            index = indexes[q]
+            index.remove(run)
+            if not index:
+                del indexes[q]
+        if not heap:
+            del self.expiry[key], self.parked[key]
 
     def _emit(
         self, found: list[tuple[int, tuple[int, ...]]], end: int, key: Hashable, out: FoundSink
@@ -326,5 +429,9 @@ class RegisterEngine:
         """CONSUME BY: drop the runs of partition ``key`` (None: of every partition)."""
         if key is None:
             self.runs.clear()
+            self.parked.clear()
+            self.expiry.clear()
         else:
             self.runs.pop(key, None)
+            self.parked.pop(key, None)
+            self.expiry.pop(key, None)

@@ -142,3 +142,18 @@ def test_pair_query_candidates_are_bounded_by_output(w: int) -> None:
     found, touched, _, _ = work(PAIR.format(w=w), stock(n))
     assert found > 0
     assert touched <= 2 * found + n
+
+
+@pytest.mark.parametrize("select", ["*", "a", "b"])
+def test_pair_join_fills_the_bulk_path_with_arrays(select: str) -> None:
+    """match_batches (Columns.extend_arrays, no object per complex event) equals matches()."""
+    query = PAIR.format(w=10).replace("SELECT *", f"SELECT {select}")
+    compiled = kleene.compile(query)
+    assert compiled.register_runtime == "pairs"
+    table = stock(3000)
+    one = [(m.start, m.end, tuple(m.positions)) for m in compiled.matches(table)]
+    bulk = [
+        (m.start, m.end, tuple(m.positions)) for b in compiled.match_batches(table) for m in b.matches()
+    ]
+    assert len(one) > 1000
+    assert bulk == one

@@ -45,6 +45,7 @@ from kleene.language.conditions import var_attrs
 from kleene.predicates.table import PredicateTable
 from kleene.registers.automaton import SRT, RTransition
 from kleene.runtime.contract import FoundSink
+from kleene.runtime.enumeration import Columns
 
 LEFT = "\x00first."
 """Column-name prefix of the first event's attributes in a pair batch."""
@@ -196,6 +197,11 @@ def run_pairs(
     if len(found) == 1:
         starts, ends, mark1, mark2 = found[0]
         order = np.lexsort((-starts, ends))
+        if isinstance(out, Columns):  # the bulk path: no object per complex event
+            starts, ends = starts[order], ends[order]
+            chosen = [c for c, m in ((starts, mark1), (ends, mark2)) if m]
+            out.extend_arrays(starts, ends, np.stack(chosen, axis=1) if chosen else np.zeros((len(starts), 0)))
+            return
         s_list, e_list = starts[order].tolist(), ends[order].tolist()
         # Tuples built by zip, in C: the only per-match work left is the output itself.
         if mark1 and mark2:

@@ -157,3 +157,12 @@ def test_pair_join_fills_the_bulk_path_with_arrays(select: str) -> None:
     ]
     assert len(one) > 1000
     assert bulk == one
+
+
+def test_explain_names_the_run_index() -> None:
+    assert "run index: runs wait at gap states, ordered by the register value the conditions of t (>)" in (
+        kleene.compile(RISING.format(w=100)).explain()
+    )
+    limited = kleene.compile("SELECT * FROM S WHERE SELL as s; BUY as t FILTER t[price > s.price] LIMIT 2")
+    assert "run index: off (LIMIT" in limited.explain()
+    assert "run index" not in kleene.compile(PAIR.format(w=10)).explain()  # the pair join

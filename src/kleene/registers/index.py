@@ -67,6 +67,8 @@ class Probe:
     """The conjunct's side over the current event."""
     key: Callable[[Event, Registers], Key | None]
     """The conjunct's side over the registers (the run's key)."""
+    target: str = ""
+    """The variable whose condition it is (for explain())."""
 
 
 def probe_for(t: RTransition, attributes: Sequence[str]) -> Probe | None:
@@ -88,10 +90,10 @@ def _probe(c: Condition, attrs: dict[str, int]) -> Probe | None:
     l_event, l_regs = _reads_event(left, x), _reads_registers(left, x)
     r_event, r_regs = _reads_event(right, x), _reads_registers(right, x)
     if l_event and not l_regs and r_regs and not r_event:
-        return Probe(p.op, compile_key(left, x, slots, attrs), compile_key(right, x, slots, attrs))
+        return Probe(p.op, compile_key(left, x, slots, attrs), compile_key(right, x, slots, attrs), x)
     if r_event and not r_regs and l_regs and not l_event:
         return Probe(
-            FLIP[p.op], compile_key(right, x, slots, attrs), compile_key(left, x, slots, attrs)
+            FLIP[p.op], compile_key(right, x, slots, attrs), compile_key(left, x, slots, attrs), x
         )
     return None
 
@@ -193,3 +195,27 @@ class RunIndex:
             return iter(runs[bisect_right(keys, value):])
         return iter(runs[bisect_left(keys, value):])
 
+
+
+def applies(srt: SRT, strategy: str, limit: int | None) -> bool:
+    """Whether the runs engine parks runs at stationary states in run indexes.
+
+    Not under STRICT (no state is stationary), UNLESS (its monitors step every
+    run), LIMIT, and the strategies that choose among an event's complex
+    events: these take them in the order the runs produce them.
+    """
+    return strategy in ("ALL", "ANY") and limit is None and not srt.monitors
+
+
+def describe(srt: SRT, strategy: str, limit: int | None) -> str:
+    """``explain()``'s line about the run index."""
+    if not applies(srt, strategy, limit):
+        return "run index: off (LIMIT, UNLESS or a strategy other than ALL/ANY): every run tried"
+    found = [f"{p.target} ({p.op})" for ps in probes(srt) for p in ps if p is not None]
+    if not found:
+        return "run index: runs wait at gap states, tried only by events their transitions accept"
+    return (
+        "run index: runs wait at gap states, ordered by the register value the conditions of "
+        f"{', '.join(dict.fromkeys(found))} compare with (bisect, or a dict for =): an event "
+        "tries only the runs its condition selects"
+    )

@@ -49,7 +49,7 @@ import numpy as np
 import pyarrow as pa
 
 from kleene.registers.automaton import SRT
-from kleene.registers.index import RunIndex, probes
+from kleene.registers.index import RunIndex, applies, probes
 from kleene.registers.pairs import pair_plan, run_pairs
 from kleene.runtime.contract import FoundSink
 
@@ -145,9 +145,7 @@ class RegisterEngine:
         self.runs: dict[Hashable, dict[Run, None]] = {}
         """Per partition: the runs stepped one by one (all of them unless ``indexed``)."""
         self.probes = probes(srt)
-        self.indexed = (
-            not self.strict and not srt.monitors and limit is None and strategy in ("ALL", "ANY")
-        )
+        self.indexed = not self.strict and applies(srt, strategy, limit)
         """Whether runs at stationary states are indexed by register value (kleene.registers.index):
         not under LIMIT and the strategies that choose among the complex events of an event,
         which take them in the order the runs produce them."""

@@ -27,7 +27,15 @@ on (a final state may have successors: SRT spec test T12).
   admissible match and is dropped, so with ``WITHIN`` the live runs are
   those that started inside the window.
 
-**Cost per event** (of a visited event, in its partition): ``O(R · d · g)``
+* Runs at a stationary state wait in a run index (:mod:`kleene.registers.index`)
+  instead of being carried from event to event: an event tries only the
+  waiting runs whose state has a transition accepting it, and, where that
+  transition's guard compares the event with a register (``price > s.price``,
+  ``name = a.name``), only the runs the comparison selects, found by binary
+  search over the runs ordered by register value.  Not under LIMIT, UNLESS,
+  STRICT or NEXT/LAST/MAX (:func:`kleene.registers.index.applies`).
+
+**Cost per event** without the index (of a visited event, in its partition): ``O(R · d · g)``
 where ``R`` is the number of live runs (started inside the window, distinct),
 ``d`` the number of transitions out of a run's state and ``g`` the cost of its
 guards; plus ``O(k)`` per complex event of ``k`` positions reported.  ``R``
@@ -35,7 +43,11 @@ is at most the number of partial matches inside the window: linear in the
 window for sequences of single events, and (skip-till-any-match with
 iteration) exponential in the window in the worst case, as the SRT papers
 state (TR §6); deduplication is what keeps iterations such as
-``E+ as p FILTER p[price > prev(p).price]`` polynomial in practice.
+``E+ as p FILTER p[price > prev(p).price]`` polynomial in practice.  With the
+index, the runs tried per event are the moving runs (at non-stationary states)
+plus the waiting runs the event's transitions select: ``O(log R)`` per look-up
+plus the runs that then fire, i.e. the new partial and complex events
+(``touched`` and ``probed`` count them; tests/registers/test_index.py).
 """
 
 from __future__ import annotations

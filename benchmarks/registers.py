@@ -86,17 +86,17 @@ PAPER = {
     "k3": (
         "SELECT * FROM S WHERE SELL as a; (BUY as b)+; BUY as c "
         "FILTER a[name = 'INTC'] AND b[name = 'AAPL' AND price < 500] "
-        "AND c[name = 'GOOG' AND price > a.price] WITHIN 25 EVENTS"
+        "AND c[name = 'GOOG' AND price > a.price] WITHIN {window} EVENTS"
     ),
     "q1": (
         "SELECT * FROM S WHERE SELL as a; BUY as b; BUY as c; SELL as d "
         "FILTER a[name = 'MSFT'] AND b[name = 'AAPL'] AND c[name = 'GOOG'] "
-        "AND d[name = 'AMZN' AND price < a.price] WITHIN 25 EVENTS"
+        "AND d[name = 'AMZN' AND price < a.price] WITHIN {window} EVENTS"
     ),
     "q5": (
         "SELECT * FROM S WHERE SELL as a; ((BUY OR SELL) as b)+; SELL as c "
         "FILTER a[name = 'MSFT'] AND b[name = 'GOOG' AND volume > 9000] "
-        "AND c[name = 'AMZN' AND price < a.price] WITHIN 25 EVENTS"
+        "AND c[name = 'AMZN' AND price < a.price] WITHIN {window} EVENTS"
     ),
 }
 

@@ -2,33 +2,40 @@
 
 Run by hand (not a test)::
 
-    python benchmarks/registers.py [--events 1000000] [--sweep-events 200000]
-                                   [--windows 10 100 1000] [--runs 1] [--only NAME ...]
-                                   [--runtime auto runs windowed]
+    python benchmarks/registers.py [--events 1000000] [--windows 100 1000 10000]
+                                   [--budget 60] [--runs 1] [--only NAME ...]
+                                   [--runtime auto runs windowed] [--check 1500]
+                                   [--e2e-events 100000]
 
 Over the synthetic stock events of ``generate.py`` (BUY/SELL, 5 names, prices
-uniform in [0, 200)), it reports events per second, complex events and the
-events the runs actually saw (the rest were dropped by the vectorized unary
-prefilter), for:
+uniform in [0, 200)), each row runs in a child process capped at 3 GB of
+address space, for at most ``--budget`` CPU seconds (a row that runs out
+reports the events it got through: its output grows with the window, see
+docs/benchmarks.md, "Registers"), and reports CPU and wall seconds, events
+per CPU second, complex events, and the runs the engine tried (``touched``:
+runs handed to an event by the run index, or candidate pairs of the pair
+join) per event.  Complex events are taken with ``match_batches`` (the bulk
+API: columns, no object per complex event).  The rows:
 
 * ``pair``: ``SELL as a; BUY as b FILTER a[price > 100] AND b[price < a.price]
-  WITHIN 10 EVENTS`` (the issue's first query; runs on the vectorized pair join);
-* ``rising``: a rising-price iteration, for each window ``w`` of ``--windows``:
-  a SELL above 150, then a run of consecutive trades of the same stock (``:+``
-  in its partition) above the SELL's price, each higher than the previous one
-  (``prev``), within ``w`` events; every such SELL stays a candidate for the
-  whole window, so the live runs, and the work per event, grow linearly with
-  ``w``;
-* the SRT paper's stock patterns (TR §7, eq. 5-10), on our five names (INTC,
-  AAPL, GOOG stand for the paper's INTC, RIMM, QQQ; MSFT, AAPL, GOOG, AMZN for
-  q1's MSFT, ORCL, CSCO, AMAT) with windows small enough for our stream, where
-  every name trades 20 times more often than in the paper's data: ``seq3``,
-  ``seq6``, ``k3`` (Kleene), ``q1`` and ``q5`` (Kleene over both types).
+  WITHIN 10 EVENTS`` (the issue's pair query; the vectorized pair join), in
+  process, and ``pair e2e``: the same through ``kleene run`` on
+  ``--e2e-events`` events, CSV in, JSON Lines out, process start to exit,
+  next to ``kleene run`` on one row (the start-up);
+* ``rising w=…``: a rising-price iteration, for each window ``w`` of
+  ``--windows``: a SELL above 150, then a run of consecutive trades of the
+  same stock (``:+`` in its partition) above the SELL's price, each higher
+  than the previous one (``prev``), within ``w`` events;
+* the SRT paper's stock patterns (TR §7, eq. 5-10), at each window: ``seq3``,
+  ``seq6``, ``k3`` (Kleene), ``q1`` and ``q5`` (Kleene over both types), on our
+  five names (INTC, AAPL, GOOG stand for the paper's INTC, RIMM, QQQ; MSFT,
+  AAPL, GOOG, AMZN for q1's MSFT, ORCL, CSCO, AMAT).
 
-``--runtime`` runs each query on several register runtimes side by side:
-``runs`` (kleene.registers.runtime), ``windowed`` (the unrolled, lazily
-determinized automaton of kleene.registers.window_runtime; count windows
-only) or ``auto`` (the engine's choice).
+``--check N``: each row's count of complex events on the first N events is
+compared with the reference evaluator's (kleene.reference: every valuation of
+the pattern, then the filters, i.e. ALL-then-filter); ``ok``, ``DIFF`` or
+``-`` (the reference ran out of its budget).  ``--runtime`` runs the
+register rows on several register runtimes side by side.
 
 Figures depend on the machine and its load; state them with that caveat.
 """
@@ -36,8 +43,13 @@ Figures depend on the machine and its load; state them with that caveat.
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,11 +58,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kleene  # noqa: E402
 from generate import generate  # noqa: E402
 from kleene.io.readers import read_batches  # noqa: E402
+from startup import KLEENE, run_process  # noqa: E402
 
 PAIR = (
     "SELECT * FROM S WHERE SELL as a; BUY as b "
     "FILTER a[price > 100] AND b[price < a.price] WITHIN 10 EVENTS"
 )
+MEMORY = 3_000_000_000
+"""Address space of a row's child process (bytes)."""
 RISING = (
     "SELECT * FROM S WHERE SELL as s; (BUY OR SELL):+ as t "
     "FILTER s[price > 150] AND t[price > prev(t).price AND price > s.price] "
@@ -60,87 +75,169 @@ PAPER = {
     "seq3": (
         "SELECT * FROM S WHERE SELL as a; BUY as b; BUY as c "
         "FILTER a[name = 'INTC'] AND b[name = 'AAPL'] AND c[name = 'GOOG' AND price > a.price] "
-        "WITHIN 25 EVENTS"
+        "WITHIN {window} EVENTS"
     ),
     "seq6": (
         "SELECT * FROM S WHERE SELL as a; BUY as b; BUY as c; SELL as d; BUY as e; BUY as f "
         "FILTER a[name = 'INTC'] AND b[name = 'AAPL'] AND c[name = 'GOOG' AND price > a.price] "
         "AND d[name = 'MSFT'] AND e[name = 'AMZN'] AND f[name = 'INTC' AND price > d.price] "
-        "WITHIN 25 EVENTS"
+        "WITHIN {window} EVENTS"
     ),
     "k3": (
         "SELECT * FROM S WHERE SELL as a; (BUY as b)+; BUY as c "
         "FILTER a[name = 'INTC'] AND b[name = 'AAPL' AND price < 500] "
-        "AND c[name = 'GOOG' AND price > a.price] WITHIN 25 EVENTS"
+        "AND c[name = 'GOOG' AND price > a.price] WITHIN {window} EVENTS"
     ),
     "q1": (
         "SELECT * FROM S WHERE SELL as a; BUY as b; BUY as c; SELL as d "
         "FILTER a[name = 'MSFT'] AND b[name = 'AAPL'] AND c[name = 'GOOG'] "
-        "AND d[name = 'AMZN' AND price < a.price] WITHIN 25 EVENTS"
+        "AND d[name = 'AMZN' AND price < a.price] WITHIN {window} EVENTS"
     ),
     "q5": (
         "SELECT * FROM S WHERE SELL as a; ((BUY OR SELL) as b)+; SELL as c "
         "FILTER a[name = 'MSFT'] AND b[name = 'GOOG' AND volume > 9000] "
-        "AND c[name = 'AMZN' AND price < a.price] WITHIN 25 EVENTS"
+        "AND c[name = 'AMZN' AND price < a.price] WITHIN {window} EVENTS"
     ),
 }
 
 
-def run_once(query: str, path: Path, runtime: str = "auto") -> tuple[str, int, int, float]:
-    started = time.perf_counter()
+def run_row(query: str, path: Path, runtime: str, budget: float, check: int) -> dict[str, object]:
+    """One row, in this (child) process: the figures as a dict (printed as JSON by ``--row``)."""
+    import pyarrow.parquet as pq
+
+    from kleene.language.parser import parse_query
+    from kleene.reference.oracle import OracleBudgetExceeded, evaluate
+
     compiled = kleene.compile(query)
     if runtime != "auto" and compiled.register_runtime is not None:
         compiled = compiled.tuned(register_runtime=runtime)
-    found = sum(1 for _ in compiled.matches(read_batches(path)))
-    elapsed = time.perf_counter() - started
-    engine = compiled.engine
-    if compiled.register_runtime is not None:
-        engine += f" ({compiled.register_runtime})"
-    return engine, found, compiled.last_session.engine.steps, elapsed
+    seen = [0]
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+
+    def batches():  # type: ignore[no-untyped-def]
+        for batch in read_batches(path):
+            if time.process_time() - cpu0 > budget:
+                return
+            seen[0] += batch.num_rows
+            yield batch
+
+    found = sum(len(b) for b in compiled.match_batches(batches()))  # the bulk API
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    engine = compiled.last_session.engine
+    row: dict[str, object] = {
+        "engine": compiled.engine + (f" ({compiled.register_runtime})" if compiled.register_runtime else ""),
+        "events": seen[0], "found": found, "cpu": cpu, "wall": wall,
+        "touched": getattr(engine, "touched", 0), "check": "-",
+    }
+    if check:
+        table = pq.read_table(path).slice(0, check)
+        events = table.to_pylist()
+        mine = sum(1 for _ in kleene.compile(query).matches(table))
+        try:
+            ref = len(evaluate(parse_query(query), events, times=list(range(len(events))), budget=2_000_000))
+            row["check"] = "ok" if ref == mine else f"DIFF {mine} vs {ref}"
+        except OracleBudgetExceeded:
+            row["check"] = "-"
+        row["check_found"] = mine
+    return row
 
 
-def measure(name: str, query: str, path: Path, events: int, runs: int, runtime: str = "auto") -> None:
-    results = [run_once(query, path, runtime) for _ in range(runs)]
-    plan, found, steps, _ = results[0]
-    seconds = statistics.median(r[3] for r in results)
+def measure(
+    name: str, query: str, path: Path, runs: int, runtime: str, budget: float, check: int
+) -> None:
+    """Run a row ``runs`` times, each in a child process capped at :data:`MEMORY`; print medians."""
+    results = []
+    for _ in range(runs):
+        cmd = [
+            sys.executable, __file__, "--row", query, str(path), runtime, str(budget), str(check),
+        ]
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY)),
+        )
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+            print(f"| {name} | failed: {tail} |", flush=True)
+            return
+        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        check = 0  # once is enough
+    first = results[0]
+    cpu = statistics.median(float(r["cpu"]) for r in results)
+    wall = statistics.median(float(r["wall"]) for r in results)
+    events = int(first["events"])
     print(
-        f"| {name} | {plan} | {events:,} | {found:,} | {steps:,} | {seconds:.2f} | "
-        f"{events / seconds:,.0f} |",
+        f"| {name} | {first['engine']} | {events:,} | {int(first['found']):,} | "
+        f"{int(first['touched']) / max(events, 1):,.1f} | {cpu:.2f} | {wall:.2f} | "
+        f"{events / cpu:,.0f} | {first['check']} |",
         flush=True,
     )
 
 
+def end_to_end(events: int, runs: int) -> None:
+    """The pair query through ``kleene run``: CSV in, JSON Lines out, process start to exit."""
+    import pyarrow.csv as pacsv
+
+    from benchmarks import datasets
+
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        csv, one = d / "events.csv", d / "one.csv"
+        table = datasets.synthetic(events, 0)
+        pacsv.write_csv(table, csv)
+        pacsv.write_csv(table.slice(0, 1), one)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        for label, source, n in (("start-up (1 row)", one, 1), ("pair e2e", csv, events)):
+            cmd = [str(KLEENE), "run", PAIR, "--input", str(source), "--output", str(d / "out.jsonl")]
+            run_process(cmd, cwd=d, log=d / "log", env=env)  # warm the page cache and the parser cache
+            times = [run_process(cmd, cwd=d, log=d / "log", env=env) for _ in range(runs)]
+            wall = statistics.median(t[0] for t in times)
+            cpu = statistics.median(t[1] for t in times)
+            lines = sum(1 for _ in open(d / "out.jsonl", "rb"))
+            print(
+                f"| {label} | kleene run | {n:,} | {lines:,} | - | {cpu:.2f} | {wall:.2f} | "
+                f"{n / cpu:,.0f} | - |",
+                flush=True,
+            )
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--row":
+        query, path, runtime, budget, check = sys.argv[2:7]
+        print(json.dumps(run_row(query, Path(path), runtime, float(budget), int(check))))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--sweep-events", type=int, default=200_000, help="events for the window sweep")
-    parser.add_argument("--windows", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--windows", type=int, nargs="+", default=[100, 1000, 10_000])
+    parser.add_argument("--budget", type=float, default=60.0, help="CPU seconds per row at most")
     parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--only", nargs="+", help="run only these (pair, rising, seq3, ...)")
+    parser.add_argument("--check", type=int, default=1500, help="prefix checked against the reference")
+    parser.add_argument("--e2e-events", type=int, default=100_000)
+    parser.add_argument("--only", nargs="+", help="run only these (pair, e2e, rising, seq3, ...)")
     parser.add_argument(
         "--runtime", nargs="+", default=["auto"], choices=["auto", "runs", "windowed"],
         help="register runtimes to compare side by side (auto: the one the engine chooses)",
     )
     args = parser.parse_args()
-    wanted = set(args.only or ["pair", "rising", *PAPER])
+    wanted = set(args.only or ["pair", "e2e", "rising", *PAPER])
     path = generate(args.events)
-    sweep = generate(args.sweep_events)
-    print("| query | engine | events | complex events | events seen by runs | median s | events/s |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for runtime in args.runtime:
-        if "pair" in wanted:
-            measure("pair", PAIR, path, args.events, args.runs, runtime)
-    if "rising" in wanted:
-        for w in args.windows:
-            for runtime in args.runtime:
-                measure(
-                    f"rising w={w}", RISING.format(window=w), sweep, args.sweep_events, args.runs,
-                    runtime,
-                )
-    for name, query in PAPER.items():
-        if name in wanted:
-            for runtime in args.runtime:
-                measure(name, query, path, args.events, args.runs, runtime)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        "| query | engine | events | complex events | runs tried / event | CPU s | wall s "
+        "| events / CPU s | count vs ALL-then-filter |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    if "pair" in wanted:
+        measure("pair", PAIR, path, args.runs, "auto", args.budget, args.check)
+    if "e2e" in wanted:
+        end_to_end(args.e2e_events, max(args.runs, 3))
+    for w in args.windows:
+        for name, query in {"rising": RISING, **PAPER}.items():
+            if name in wanted:
+                for runtime in args.runtime:
+                    measure(
+                        f"{name} w={w}", query.format(window=w), path, args.runs, runtime,
+                        args.budget, args.check,
+                    )
 
 
 if __name__ == "__main__":

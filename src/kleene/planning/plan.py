@@ -184,6 +184,10 @@ class Plan:
                 )
             )
             lines.append("runtime: " + RUNTIME_EXPLAINED[self.register_runtime or "runs"])
+            if self.register_runtime != "pairs":
+                from kleene.registers.index import describe
+
+                lines.append(describe(srt, self.settings.strategy, self.settings.limit))
         elif self.cea is not None:
             lines.append(
                 f"automaton: complex event automaton, {self.cea.num_states} states, "

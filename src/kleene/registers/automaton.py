@@ -81,6 +81,9 @@ class Condition:
     pred: ast.Pred
     target: str
     vacuous_when_empty: bool
+    slots: tuple[tuple[tuple[str, bool], int], ...] = ()
+    """The register of each ``(variable, prev)`` the condition reads (for the run index,
+    kleene.registers.index)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -594,7 +597,7 @@ class _Builder:
             if vacuous is not None:
                 guard = _unless_empty(guard, vacuous)
             t.guards.append(guard)
-            t.conditions.append(Condition(pred, x, vacuous is not None))
+            t.conditions.append(Condition(pred, x, vacuous is not None, tuple(slots.items())))
         for t in self.cons:  # creation order: a product's parts come before it
             if t.parts:
                 t.guards[:0] = [g for part in t.parts for g in part.guards]

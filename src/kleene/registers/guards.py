@@ -196,3 +196,60 @@ def compile_guard(
         raise TypeError(f"not a predicate: {p!r}")
 
     return build(pred)
+
+
+Key = tuple[int, Any]
+"""``(kind, value)`` of a defined value: values of different kinds never compare."""
+
+
+def _key(v: Any) -> Key | None:
+    """``(kind, v)``, None when ``v`` is undefined (the fast path of :func:`compile_key`)."""
+    t = type(v)
+    if t is float:
+        return None if v != v else (1, v)
+    if t is int:
+        return (1, v)
+    if t is str:
+        return (3, v)
+    if t is bool:
+        return (2, v)
+    try:
+        return (_kind(_read(v)), v)
+    except _Undefined:
+        return None
+
+
+def compile_key(
+    e: ast.Expr, target: str, registers: Mapping[tuple[str, bool], int], attrs: Mapping[str, int]
+) -> Callable[[Event, Registers], Key | None]:
+    """``e`` as a closure giving ``(kind, value)``, or None where ``e`` is undefined.
+
+    Two keys satisfy a comparison ``op`` exactly when a guard ``left op right``
+    over the same values holds (same kind, then Python's exact comparison):
+    the run index (kleene.registers.index) orders runs by such keys.
+    """
+    if isinstance(e, ast.Attr) or (isinstance(e, ast.VarAttr) and e.var == target and not e.prev):
+        index = attrs[e.name]
+
+        def event_key(ev: Event, regs: Registers) -> Key | None:
+            return _key(ev[index])
+
+        return event_key
+    if isinstance(e, ast.VarAttr):
+        slot, at = registers[(e.var, e.prev)], attrs[e.name]
+
+        def register_key(ev: Event, regs: Registers) -> Key | None:
+            stored = regs[slot]
+            return None if stored is None else _key(stored[at])
+
+        return register_key
+    value = _expr(e, target, registers, attrs)
+
+    def key(ev: Event, regs: Registers) -> Key | None:
+        try:
+            v = _read(value(ev, regs))
+        except _Undefined:
+            return None
+        return (_kind(v), v)
+
+    return key

@@ -46,6 +46,7 @@ from kleene.limits import Limits
 from kleene.predicates.table import PredicateTable
 from kleene.registers.automaton import SRT, RTransition
 from kleene.runtime.contract import FoundSink
+from kleene.runtime.enumeration import Columns
 
 LEFT = "\x00first."
 """Column-name prefix of the first event's attributes in a pair batch."""
@@ -69,6 +70,8 @@ class PairStep:
     right_attrs: tuple[str, ...]
     left_attrs: tuple[str, ...]
     index: _Index
+    tried: int = 0
+    """Candidate pairs evaluated so far (for tests that count work)."""
 
 
 def _to_pair(node: Any, first_vars: frozenset[str]) -> Any:
@@ -174,6 +177,7 @@ def run_pairs(
             hi = np.searchsorted(l_pos, r_pos, side="left")
             counts = np.maximum(hi - lo, 0)
             total = int(counts.sum())
+            step.tried += total
             if total:
                 r_idx = np.repeat(np.arange(len(right)), counts)
                 offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
@@ -201,6 +205,11 @@ def run_pairs(
         order = np.lexsort((-starts, ends))
         if limits is not None:
             _check_matches(ends, limits)
+        if isinstance(out, Columns):  # the bulk path: no object per complex event
+            starts, ends = starts[order], ends[order]
+            chosen = [c for c, m in ((starts, mark1), (ends, mark2)) if m]
+            out.extend_arrays(starts, ends, np.stack(chosen, axis=1) if chosen else np.zeros((len(starts), 0)))
+            return
         s_list, e_list = starts[order].tolist(), ends[order].tolist()
         # Tuples built by zip, in C: the only per-match work left is the output itself.
         if mark1 and mark2:

@@ -27,7 +27,15 @@ on (a final state may have successors: SRT spec test T12).
   admissible match and is dropped, so with ``WITHIN`` the live runs are
   those that started inside the window.
 
-**Cost per event** (of a visited event, in its partition): ``O(R · d · g)``
+* Runs at a stationary state wait in a run index (:mod:`kleene.registers.index`)
+  instead of being carried from event to event: an event tries only the
+  waiting runs whose state has a transition accepting it, and, where that
+  transition's guard compares the event with a register (``price > s.price``,
+  ``name = a.name``), only the runs the comparison selects, found by binary
+  search over the runs ordered by register value.  Not under LIMIT, UNLESS,
+  STRICT or NEXT/LAST/MAX (:func:`kleene.registers.index.applies`).
+
+**Cost per event** without the index (of a visited event, in its partition): ``O(R · d · g)``
 where ``R`` is the number of live runs (started inside the window, distinct),
 ``d`` the number of transitions out of a run's state and ``g`` the cost of its
 guards; plus ``O(k)`` per complex event of ``k`` positions reported.  ``R``
@@ -35,12 +43,17 @@ is at most the number of partial matches inside the window: linear in the
 window for sequences of single events, and (skip-till-any-match with
 iteration) exponential in the window in the worst case, as the SRT papers
 state (TR §6); deduplication is what keeps iterations such as
-``E+ as p FILTER p[price > prev(p).price]`` polynomial in practice.
+``E+ as p FILTER p[price > prev(p).price]`` polynomial in practice.  With the
+index, the runs tried per event are the moving runs (at non-stationary states)
+plus the waiting runs the event's transitions select: ``O(log R)`` per look-up
+plus the runs that then fire, i.e. the new partial and complex events
+(``touched`` and ``probed`` count them; tests/registers/test_index.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -49,6 +62,7 @@ import pyarrow as pa
 
 from kleene.limits import CHECK_EVERY, Limits
 from kleene.registers.automaton import SRT
+from kleene.registers.index import RunIndex, applies, probes
 from kleene.registers.pairs import pair_plan, run_pairs
 from kleene.runtime.contract import FoundSink
 
@@ -151,6 +165,24 @@ class RegisterEngine:
             monitor.latest = self.latest  # stepped with _step, event by event
             self.monitors.append(monitor)
         self.runs: dict[Hashable, dict[Run, None]] = {}
+        """Per partition: the runs stepped one by one (all of them unless ``indexed``)."""
+        self.probes = probes(srt)
+        self.indexed = not self.strict and applies(srt, strategy, limit)
+        """Whether runs at stationary states are indexed by register value (kleene.registers.index):
+        not under LIMIT and the strategies that choose among the complex events of an event,
+        which take them in the order the runs produce them."""
+        self.park = [self.indexed and srt.stationary[q] for q in range(srt.num_states)]
+        """Per state: runs there wait in a :class:`~kleene.registers.index.RunIndex`, tried only
+        by the events one of the state's transitions accepts, through its probe if it has one."""
+        self.parked: dict[Hashable, dict[int, RunIndex]] = {}
+        """Per partition, per parked state: its waiting runs."""
+        self.expiry: dict[Hashable, list[tuple[Any, int, int, Run]]] = {}
+        """Per partition: ``(start time, seq, state, run)`` of parked runs, a heap (window order)."""
+        self._seq = 0
+        self.touched = 0
+        """Runs tried on an event so far (moved, fired or kept), for tests that count work."""
+        self.probed = 0
+        """Index look-ups so far."""
         self.tau: int | float = NO_BOUND
         self._sweep_at = SWEEP_STEPS
         self.steps = 0
@@ -192,6 +224,7 @@ class RegisterEngine:
             stamps = positions if times is None else times
             run_pairs(self.pairs, batch, bits, positions, stamps, self.window, out, self.limits)
             self.steps += n
+            self.touched = sum(step.tried for step in self.pairs)
             self.tau = stamps[-1] - self.window
             # A run of the pair join is an indexed first event waiting for its second.
             self.live = sum(len(step.index.positions) for step in self.pairs)
@@ -239,6 +272,9 @@ class RegisterEngine:
         for monitor in self.monitors:
             monitor._evict_expired(tau)
         live = 0
+        for key in list(self.expiry):
+            self._expire(key, tau)
+        live += sum(len(i) for indexes in self.parked.values() for i in indexes.values())
         for key in list(self.runs):
             kept = {run: None for run in self.runs[key] if run[3] >= tau}
             if kept:
@@ -263,6 +299,7 @@ class RegisterEngine:
         srt = self.srt
         labelled, gaps, stationary, finals = srt.labelled, srt.gaps, srt.stationary, srt.finals
         dead = srt.dead
+        park = self.park
         strict = self.strict
         latest = self.latest
         old = self.runs.get(key)
@@ -297,11 +334,18 @@ class RegisterEngine:
             if t.marked:
                 marked = (*marked, ~pos if t.hidden else pos)
             if not dead[t.target]:
-                new[(t.target, regs, start, stime, marked)] = None
+                if park[t.target]:
+                    parked.append((t.target, regs, start, stime, marked))
+                else:
+                    new[(t.target, regs, start, stime, marked)] = None
             if t.target in finals:
                 found.append((start, marked))
 
+        parked: list[Run] = []
+        if self.indexed:
+            old = self._step_parked(key, old, bits, columns, row, tau, fire, parked)
         if old:
+            self.touched += len(old)
             for run in old:
                 state, regs, start, stime, marked = run
                 if stime < tau:
@@ -318,12 +362,14 @@ class RegisterEngine:
         for t in labelled[srt.initial]:
             if bits & t.mask == t.mask and not bits & t.neg:
                 fire(t, self._empty, pos, time, ())
+        if parked:
+            self._park(key, parked)  # counted in self.live
         self.live += len(new) - (len(old) if old else 0)
         if self.live > self._look_at:
             self._look(pos)
         if new:
             self.runs[key] = new
-        elif old is not None:
+        elif key in self.runs:
             del self.runs[key]
         return found
 
@@ -337,6 +383,78 @@ class RegisterEngine:
             raise self.limits.runs_error(self.live)
         self.limits.check_memory(f"with {self.live:,} runs alive (at input position {pos})")
         self._look_at = min(self.limits.max_runs, self.live + CHECK_EVERY)
+
+    def _step_parked(
+        self,
+        key: Hashable,
+        old: dict[Run, None] | None,
+        bits: int,
+        columns: Sequence[Sequence[Any]],
+        row: int,
+        tau: Any,
+        fire: Any,
+        parked: list[Run],
+    ) -> dict[Run, None] | None:
+        """Try the parked runs of ``key`` that the event's probes select; the moving runs left.
+
+        Expired runs leave the indexes first.
+        """
+        self._expire(key, tau)
+        indexes = self.parked.get(key)
+        if not indexes:
+            return old
+        labelled = self.srt.labelled
+        event: tuple[Any, ...] | None = None
+        for q, index in indexes.items():
+            for k, t in enumerate(labelled[q]):
+                if bits & t.mask != t.mask or bits & t.neg:
+                    continue
+                if event is None:
+                    event = tuple(col[row] for col in columns)
+                self.probed += 1
+                for run in index.candidates(k, event):
+                    self.touched += 1
+                    fire(t, run[1], run[2], run[3], run[4])
+        return old
+
+    def adopt(self, key: Hashable, runs: dict[Run, None]) -> None:
+        """Take over the runs of partition ``key`` (the windowed runtime's hand-over)."""
+        moving = {run: None for run in runs if not self.park[run[0]]}
+        if moving:
+            self.runs[key] = moving
+            self.live += len(moving)
+        self._park(key, [run for run in runs if self.park[run[0]]])
+
+    def _park(self, key: Hashable, runs: list[Run]) -> None:
+        indexes = self.parked.setdefault(key, {})
+        heap = self.expiry.setdefault(key, [])
+        for run in runs:
+            q = run[0]
+            index = indexes.get(q)
+            if index is None:
+                index = indexes[q] = RunIndex(self.probes[q])
+            if not index.add(run):
+                continue
+            self.live += 1
+            if self.window is not None:
+                self._seq += 1
+                heapq.heappush(heap, (run[3], self._seq, q, run))
+
+    def _expire(self, key: Hashable, tau: Any) -> None:
+        """Drop the parked runs of ``key`` that started before ``tau``."""
+        heap = self.expiry.get(key)
+        if not heap or heap[0][0] >= tau:
+            return
+        indexes = self.parked[key]
+        while heap and heap[0][0] < tau:
+            _, _, q, run = heapq.heappop(heap)
+            index = indexes[q]
+            index.remove(run)
+            self.live -= 1
+            if not index:
+                del indexes[q]
+        if not heap:
+            del self.expiry[key], self.parked[key]
 
     def _emit(
         self, found: list[tuple[int, tuple[int, ...]]], end: int, key: Hashable, out: FoundSink
@@ -359,6 +477,10 @@ class RegisterEngine:
         """CONSUME BY: drop the runs of partition ``key`` (None: of every partition)."""
         if key is None:
             self.runs.clear()
+            self.parked.clear()
+            self.expiry.clear()
             self.live = 0
         else:
-            self.live -= len(self.runs.pop(key, {}))
+            gone = self.parked.pop(key, {})
+            self.live -= len(self.runs.pop(key, {})) + sum(len(i) for i in gone.values())
+            self.expiry.pop(key, None)

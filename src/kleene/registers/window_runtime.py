@@ -328,9 +328,7 @@ class WindowedEngine(RegisterEngine):
                 registers = tuple(None if j is None else events[base + j] for j in regs)
                 marked = _positions(positions, base, marks)
                 runs[(state, registers, start, start, marked)] = None
-            if runs:
-                self.runs[key] = runs
-                self.live += len(runs)
+            self.adopt(key, runs)  # counted in self.live
         self.parts.clear()
         self._plans.clear()
         self.subsets, self.oldest, self._subset_id = [], [], {}

@@ -22,6 +22,8 @@ from array import array
 from collections.abc import Hashable, Iterable
 from typing import TypeAlias
 
+import numpy as np
+
 from kleene.native import load
 from kleene.runtime.tecs import FILTER, OUTPUT, UNION, Node
 
@@ -171,6 +173,25 @@ class Columns:
             self.run_ends.append(end)
             self.run_keys.append(key)
             self.run_counts.append(1)
+
+    def extend_arrays(self, starts: np.ndarray, ends: np.ndarray, marked: np.ndarray) -> None:
+        """Bulk :meth:`extend` of unpartitioned complex events given as arrays (no object each).
+
+        ``starts`` and ``ends`` (non-decreasing) per complex event, ``marked`` its positions,
+        one row each, ascending; complex events of one end become one run.
+        """
+        n = len(starts)
+        if n == 0:
+            return
+        self.starts.frombytes(np.ascontiguousarray(starts, dtype=np.int64).tobytes())
+        self.lengths.frombytes(np.full(n, marked.shape[1], dtype=np.int64).tobytes())
+        self.flat.frombytes(np.ascontiguousarray(marked, dtype=np.int64).tobytes())
+        bounds = np.concatenate(([0], np.flatnonzero(np.diff(ends)) + 1, [n]))
+        first = len(self.run_ends)
+        self.run_ends.extend(ends[bounds[:-1]].tolist())
+        self.run_counts.extend(np.diff(bounds).tolist())
+        self.run_keys.extend([None] * (len(bounds) - 1))
+        self.found_runs.extend(range(first, first + len(bounds) - 1))
 
     def add_node(self, node: Node, tau: int | float, limit: int, end: int, key: Hashable) -> int:
         """:func:`enumerate_node` into the columns; the same complex events, in the same order."""

@@ -729,6 +729,14 @@ def _condition_query(
     draw: st.DrawFn, where: ast.Pattern, max_size: int
 ) -> tuple[ast.Query, list[Event], list[int]]:
     """A query around ``where`` (every strategy, projections too) and a stream sized for the oracle."""
+    q, n = draw(_condition_query_and_size(where, max_size))
+    evs, times = draw(streams(max_size=n, min_size=n))
+    return q, evs, times
+
+
+@st.composite
+def _condition_query_and_size(draw: st.DrawFn, where: ast.Pattern, max_size: int) -> tuple[ast.Query, int]:
+    """The query of :func:`_condition_query` and the length of its stream."""
     template = draw(queries(1, full_cel=frozenset({"STRICT", "NEXT", "LAST", "MAX"})))
     items = template.select.items
     bound = sorted(variables_of(where))
@@ -748,9 +756,7 @@ def _condition_query(
     else:
         high = min(max_size, (12, 9, 7, 6)[min(depth, 4) - 1])
         low = high // 2
-    n = draw(st.integers(low, high))
-    evs, times = draw(streams(max_size=n, min_size=n))
-    return q, evs, times
+    return q, draw(st.integers(low, high))
 
 
 @st.composite
@@ -980,3 +986,241 @@ def across_cases(draw: st.DrawFn, max_size: int = 20) -> tuple[ast.Query, list[E
         where = ast.Seq(where, ast.EventType(draw(st.sampled_from(TYPES))))
     query, evs, times = draw(_condition_query(where, max_size))
     return replace(query, partition_by=()), evs, times  # whole matches in a short stream
+
+
+# ------------------------------------- conditions between events, streams drawn from the query
+
+
+FRESH_VARIABLES = (*VARIABLES, "d", "e")
+"""Names for the later events :func:`aimed_condition_filter` adds (``d``, ``e`` when a, b, c
+are taken)."""
+
+
+def _fresh_variable(pattern: ast.Pattern) -> str:
+    taken = variables_of(pattern)
+    return next(v for v in FRESH_VARIABLES if v not in taken)
+
+
+@st.composite
+def aimed_condition_filter(draw: st.DrawFn, inner: ast.Pattern) -> ast.Pattern:
+    """Like :func:`condition_filter`, but never ``prev(x)`` where ``x`` is bound outside every
+    iteration (such a condition always holds): when ``inner`` has no pair of variables to relate,
+    a later event bound to a fresh variable is sequenced after it, and the condition relates the
+    two (:func:`planted_streams` makes the longer pattern match all the same)."""
+    if not variables_of(inner):
+        inner = ast.As(inner, draw(st.sampled_from(VARIABLES)))
+    for _ in range(2):  # the second one relates to the first when nothing else can be related
+        if condition_choices(inner):
+            break
+        inner = ast.Seq(inner, ast.As(draw(event_types()), _fresh_variable(inner)))
+    return draw(condition_filter(inner))
+
+
+@st.composite
+def aimed_condition_patterns(draw: st.DrawFn, depth: int = 3, conjunctions: bool = False) -> ast.Pattern:
+    """:func:`condition_patterns` whose conditions are drawn by :func:`aimed_condition_filter`."""
+    pattern = draw(condition_patterns(depth, conjunctions))
+
+    def aim_filters(p: ast.Pattern) -> ast.Pattern:
+        # A condition reading prev(x) of a variable bound outside any iteration holds always:
+        # replace such a FILTER by one drawn on the same pattern with a fresh later event.
+        changes = {
+            name: aim_filters(getattr(p, name))
+            for name in ("pattern", "left", "right")
+            if isinstance(getattr(p, name, None), ast.Pattern)
+        }
+        p = replace(p, **changes) if changes else p  # type: ignore[arg-type]
+        if isinstance(p, ast.Filter) and _idle_prev(p):
+            return draw(aimed_condition_filter(p.pattern))
+        return p
+
+    return aim_filters(pattern)
+
+
+def _idle_prev(p: ast.Filter) -> bool:
+    """Whether the FILTER reads ``prev(x)`` of a variable ``x`` bound outside every iteration."""
+    iterated = iterated_variables(p.pattern)
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, ast.VarAttr):
+            if node.prev:
+                found.append(node.var)
+            return
+        for name in ("left", "right", "operand", "expr", "low", "high", "pred", "condition"):
+            child = getattr(node, name, None)
+            if child is not None and not isinstance(child, str | int | float):
+                walk(child)
+        for value in getattr(node, "values", ()):
+            walk(value)
+
+    walk(p.condition)
+    return any(v not in iterated for v in found)
+
+
+@st.composite
+def witness(draw: st.DrawFn, pattern: ast.Pattern) -> list[Event]:
+    """Events that match ``pattern`` read without its conditions (mostly: unary filters and NOT
+    are left to chance), with values drawn afresh so that a condition between them decides."""
+
+    key = draw(st.integers(0, 2))  # one partition key: PARTITION BY [k] keeps the match
+
+    def event(name: str) -> Event:
+        return {
+            "type": draw(st.sampled_from(TYPES)) if name == WILDCARD else name,
+            "v": draw(st.integers(0, 9)),
+            "w": draw(st.integers(0, 9)),
+            "s": draw(st.sampled_from(STRINGS)),
+            "k": key,
+        }
+
+    def not_type(p: ast.Pattern) -> str:
+        """A type that is not the one NOT(...) excludes."""
+        while not isinstance(p, ast.EventType):
+            p = p.pattern  # type: ignore[union-attr]
+        return draw(st.sampled_from([t for t in TYPES if t != p.name] or TYPES))
+
+    def copies(p: ast.Pattern, n: int) -> list[Event]:
+        return [e for _ in range(n) for e in walk(p)]
+
+    def walk(p: ast.Pattern) -> list[Event]:
+        if isinstance(p, ast.EventType):
+            return [event(p.name)]
+        if isinstance(p, ast.NotEvent):
+            return [event(not_type(p.pattern))]
+        if isinstance(p, ast.As | ast.Filter):
+            return walk(p.pattern)
+        if isinstance(p, ast.Iter):
+            return copies(p.pattern, draw(st.integers(1, 2)))
+        if isinstance(p, ast.Star):
+            return copies(p.pattern, draw(st.integers(0, 2)))
+        if isinstance(p, ast.Repeat):
+            high = p.low + 1 if p.high is None else min(p.high, p.low + 1)
+            return copies(p.pattern, draw(st.integers(p.low, high)))
+        if isinstance(p, ast.Seq):
+            return walk(p.left) + walk(p.right)
+        if isinstance(p, ast.Or):
+            return walk(draw(st.sampled_from((p.left, p.right))))
+        if isinstance(p, ast.And | ast.Unless):
+            return walk(p.left)
+        if isinstance(p, ast.All):
+            return walk(p.left) + walk(p.right)
+        raise TypeError(f"unexpected pattern {p!r}")
+
+    return walk(pattern)
+
+
+@st.composite
+def planted_streams(draw: st.DrawFn, query: ast.Query, n: int, tries: int = 4) -> tuple[list[Event], list[int], bool]:
+    """A random stream of ``n`` events with two or three :func:`witness` matches of ``query``'s
+    pattern planted in it (events of the pattern's types in its order, a second apart at most, so
+    that they fit in a fitted window): the query matches without its conditions between events,
+    and the conditions decide which of the planted (and chance) matches remain.
+
+    A witness is kept when the oracle finds a match of the query without its conditions in it
+    alone (the best of ``tries`` draws: unary filters, NOT, UNLESS and AND are left to chance);
+    the flag says whether one was found (some queries match no stream, e.g. ``B ; A ; B UNLESS A``).
+    """
+    from against_oracle import without  # the measure's own notion of "without the conditions"
+    from kleene.reference.oracle import OracleBudgetExceeded, evaluate
+
+    bare = without(query, "conditions")
+    evs, _ = draw(streams(max_size=n, min_size=n))
+    planted = [False] * n
+    hit = False
+    for _ in range(draw(st.integers(2, 3))):
+        for _ in range(tries):
+            found = draw(witness(query.where))[:n]
+            steps = [draw(st.integers(0, 1)) for _ in found]
+            times = [sum(steps[: i + 1]) * SEC for i in range(len(found))]
+            try:
+                if evaluate(bare, found, times=times, budget=5_000):
+                    hit = True
+                    break
+            except OracleBudgetExceeded:
+                break
+        at = draw(st.integers(0, n - len(found)))
+        evs[at : at + len(found)] = found
+        planted[at : at + len(found)] = [True] * len(found)
+    times, now = [], 0
+    for i in range(n):
+        now += draw(st.integers(0, 1 if planted[i] and i and planted[i - 1] else 3)) * SEC
+        times.append(now)
+    return evs, times, hit
+
+
+REDRAWS = 3
+"""Queries an aimed generator draws at most until it finds one a witness stream matches."""
+
+
+@st.composite
+def aimed_condition_cases(draw: st.DrawFn, max_size: int = 36) -> tuple[ast.Query, list[Event], list[int]]:
+    """:func:`condition_cases` aimed at the conditions: no ``prev`` where it cannot bind, and a
+    stream drawn from the query (:func:`planted_streams`); a query that no witness matches
+    without its conditions is drawn again (up to :data:`REDRAWS` times)."""
+    for _ in range(REDRAWS):
+        case, hit = draw(_planted_query(draw(_aimed_condition_where()), max_size))
+        if hit:
+            break
+    return case
+
+
+@st.composite
+def _aimed_condition_where(draw: st.DrawFn) -> ast.Pattern:
+    shape = draw(st.sampled_from(("seq", "seq", "seq", "seq", "iter", "any")))
+    if shape == "seq":
+        left = draw(aimed_condition_patterns(2))
+        right = draw(aimed_condition_patterns(draw(st.integers(1, 2))))
+        return draw(aimed_condition_filter(ast.Seq(left, right, draw(st.integers(0, 3)) == 0)))
+    if shape == "iter":
+        inner = ast.As(draw(aimed_condition_patterns(1)), draw(st.sampled_from(VARIABLES)))
+        return draw(aimed_condition_filter(ast.Iter(inner, draw(st.integers(0, 3)) == 0)))
+    inner = draw(aimed_condition_patterns(3))
+    if one_event(inner):
+        inner = ast.Seq(inner, draw(aimed_condition_patterns(1)))
+    return draw(aimed_condition_filter(inner))
+
+
+@st.composite
+def aimed_conjunction_cases(draw: st.DrawFn, max_size: int = 32) -> tuple[ast.Query, list[Event], list[int]]:
+    """:func:`conjunction_cases` aimed at the conditions, as :func:`aimed_condition_cases`."""
+    for _ in range(REDRAWS):
+        case, hit = draw(_planted_query(draw(_aimed_conjunction_where()), max_size))
+        if hit:
+            break
+    return case
+
+
+@st.composite
+def _aimed_conjunction_where(draw: st.DrawFn) -> ast.Pattern:
+    left = draw(aimed_condition_patterns(2, conjunctions=True))
+    if one_event(left):
+        left = ast.Seq(left, draw(aimed_condition_patterns(1)))
+    kind = draw(st.sampled_from(("and", "all", "unless")))
+    if kind == "and":
+        right = draw(
+            st.one_of(st.just(left), _refiltered(left), _refiltered(left), aimed_condition_patterns(2, conjunctions=True))
+        )
+        core: ast.Pattern = ast.And(left, right)
+    elif kind == "all":
+        core = ast.All(left, draw(aimed_condition_patterns(1, conjunctions=True)))
+    else:
+        core = ast.Unless(left, draw(single_event_sides(1, False, ())))
+    shape = draw(st.sampled_from(("alone", "filter", "before", "after")))
+    if shape == "before":
+        core = ast.Seq(draw(aimed_condition_patterns(1)), core, draw(st.integers(0, 3)) == 0)
+    elif shape == "after":
+        core = ast.Seq(core, draw(aimed_condition_patterns(1)), draw(st.integers(0, 3)) == 0)
+    if shape != "alone" or not has_conditions(core):
+        core = draw(aimed_condition_filter(core))
+    return core
+
+
+@st.composite
+def _planted_query(
+    draw: st.DrawFn, where: ast.Pattern, max_size: int
+) -> tuple[tuple[ast.Query, list[Event], list[int]], bool]:
+    """:func:`_condition_query` with the stream from :func:`planted_streams`, and its flag."""
+    q, n = draw(_condition_query_and_size(where, max_size))
+    evs, times, hit = draw(planted_streams(q, n))
+    return (q, evs, times), hit

@@ -96,7 +96,7 @@ def test_case_on_engine(case: CondCase) -> None:
 # streams; the stream is now drawn from the query (generators.planted_streams: matches of the
 # pattern planted in it, so that the conditions decide), and prev(x) only where x can bind.
 @aimed("conditions")
-@settings(max_examples=360, deadline=None, suppress_health_check=list(HealthCheck))  # 700 on random streams (planted ones cost more)
+@settings(max_examples=320, deadline=None, suppress_health_check=list(HealthCheck))  # 700 on random streams (planted ones cost more)
 @given(aimed_condition_cases())
 def test_register_engine_equals_oracle(case: tuple[ast.Query, list[dict], list[int]]) -> None:
     """Random queries with conditions between events: the register engine against the oracle.
@@ -112,7 +112,7 @@ def test_register_engine_equals_oracle(case: tuple[ast.Query, list[dict], list[i
 # 4% before the generators aimed, 13% with random streams (an AND of two random sides rarely
 # matched both): the stream is drawn from the query as above.
 @aimed("conditions")
-@settings(max_examples=180, deadline=None, suppress_health_check=list(HealthCheck))  # 350 on random streams
+@settings(max_examples=160, deadline=None, suppress_health_check=list(HealthCheck))  # 350 on random streams
 @given(aimed_conjunction_cases())
 def test_register_engine_and_all_unless_equal_oracle(
     case: tuple[ast.Query, list[dict], list[int]],

@@ -33,7 +33,7 @@ from kleene.language.errors import QueryError
 from kleene.language.match_recognize import ast
 from kleene.language.match_recognize.checks import sub_expressions
 
-__all__ = ["expression_type", "output_schema", "resolve_column"]
+__all__ = ["check_within", "expression_type", "output_schema", "resolve_column"]
 
 
 def output_schema(mr: ast.MatchRecognize, input_schema: pa.Schema) -> pa.Schema:
@@ -95,20 +95,26 @@ def _error(message: str, span: ast.Span, source: str) -> QueryError:
 
 
 def _check_within(typer: _Typer, order: list[str]) -> None:
-    w = typer.mr.within
-    if w is None or not order:
+    if order:
+        check_within(typer.mr, order[0], typer.schema.field(order[0]).type)
+
+
+def check_within(mr: ast.MatchRecognize, name: str, kind: pa.DataType) -> None:
+    """WITHIN's bound fits the first ORDER BY key ``name`` of type ``kind``: a duration needs
+    a time key, a plain number a numeric one."""
+    w = mr.within
+    if w is None:
         return
-    kind = typer.schema.field(order[0]).type
     if w.nanos is not None:
         if not (pa.types.is_timestamp(kind) or pa.types.is_duration(kind)
                 or pa.types.is_date(kind)):
-            raise typer.error(
-                f"WITHIN with a time unit needs a timestamp or date ORDER BY key; {order[0]!r} "
-                f"is {kind}: write a plain number (WITHIN 10) for a numeric key", w.span)
+            raise _error(
+                f"WITHIN with a time unit needs a timestamp or date ORDER BY key; {name!r} "
+                f"is {kind}: write a plain number (WITHIN 10) for a numeric key", w.span, mr.source)
     elif not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-        raise typer.error(
-            f"WITHIN {w.amount} (no unit) needs a numeric ORDER BY key; {order[0]!r} is {kind}: "
-            "write a duration such as INTERVAL '10' SECOND", w.span)
+        raise _error(
+            f"WITHIN {w.amount} (no unit) needs a numeric ORDER BY key; {name!r} is {kind}: "
+            "write a duration such as INTERVAL '10' SECOND", w.span, mr.source)
 
 
 # ---------------------------------------------------------------- kinds of types

@@ -22,6 +22,7 @@ from kleene.automata.row_pattern import Program, compile_pattern
 from kleene.language.errors import DataError, QueryError
 from kleene.language.match_recognize import ast
 from kleene.language.match_recognize.checks import pattern_variables, sub_expressions
+from kleene.language.match_recognize.types import check_within, resolve_column
 from kleene.native import load
 from kleene.runtime.match_recognize.columnar import Columnar, plan
 from kleene.runtime.match_recognize.conditions import is_physical, vectorised
@@ -48,7 +49,7 @@ class _Run:
         self.names = list(table.column_names)
         self.resolved: dict[tuple[str, bool], str] = {}
         for col in self._all_columns():
-            self.resolved[(col.name, col.quoted)] = self._resolve(col)
+            self.resolved[(col.name, col.quoted)] = resolve_column(col, self.names, self.mr.source)
         self.labels = pattern_variables(mr.pattern)
         self.variables: dict[str, frozenset[str]] = {v: frozenset([v]) for v in self.labels}
         for s in mr.subsets:
@@ -69,20 +70,6 @@ class _Run:
     def _error(self, message: str, span: ast.Span) -> QueryError:
         return QueryError(message, span.line or 1, span.column or 1, self.mr.source)
 
-    def _resolve(self, col: ast.Column) -> str:
-        if col.name in self.names:
-            return col.name
-        if not col.quoted:
-            folded = [n for n in self.names if n.lower() == col.name.lower()]
-            if len(folded) == 1:
-                return folded[0]
-            if len(folded) > 1:
-                raise self._error(
-                    f"column {col.name!r} is ambiguous: the input has {', '.join(folded)}; "
-                    "quote the name", col.span)
-        raise self._error(
-            f"unknown column {col.name!r}; the input has {', '.join(self.names)}", col.span)
-
     def column_of(self, col: ast.Column) -> str:
         return self.resolved[(col.name, col.quoted)]
 
@@ -102,21 +89,9 @@ class _Run:
         return cols
 
     def _check_within(self) -> None:
-        w = self.mr.within
-        if w is None:
-            return
-        name = self.column_of(self.mr.order_by[0].column)
-        kind = self.table.schema.field(name).type
-        if w.nanos is not None:
-            if not (pa.types.is_timestamp(kind) or pa.types.is_duration(kind)
-                    or pa.types.is_date(kind)):
-                raise self._error(
-                    f"WITHIN with a time unit needs a timestamp or date ORDER BY key; {name!r} "
-                    f"is {kind}: write a plain number (WITHIN 10) for a numeric key", w.span)
-        elif not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-            raise self._error(
-                f"WITHIN {w.amount} (no unit) needs a numeric ORDER BY key; {name!r} is {kind}: "
-                "write a duration such as INTERVAL '10' SECOND", w.span)
+        if self.mr.within is not None:
+            name = self.column_of(self.mr.order_by[0].column)
+            check_within(self.mr, name, self.table.schema.field(name).type)
 
     def _within_keys(self, column: pa.ChunkedArray) -> list[Any]:
         w = self.mr.within

@@ -7,8 +7,6 @@ in-process tests use limits far below anything that could hurt.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,26 +24,11 @@ from kleene.io.reorder import ReorderBuffer
 from kleene.limits import DEFAULT_MAX_MATCHES, Limits, default_max_memory, resident_bytes
 from kleene.runtime import engine as engine_module
 from kleene.runtime.tecs import UNION
-
-ROOT = Path(__file__).resolve().parents[2]
-CAP = 3_000_000_000
-"""Address space of a victim process (bytes)."""
+from kleene_process import capped_run as capped
 
 EIGHT_ALL = "SELECT * FROM S WHERE " + " ALL ".join(["(A ; B)"] * 8)
 """Issue 16: 123 characters that compiled for 60 s to 6,561 states and 3.1 GB."""
 EXPLOSIVE = "SELECT * FROM S WHERE SELL ; BUY+ ; SELL WITHIN 24 EVENTS"
-
-
-def capped(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``python -m kleene run ARGS`` with its address space capped at :data:`CAP`."""
-    code = (
-        f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({CAP}, {CAP})); "
-        "from kleene.cli import main; sys.exit(main(sys.argv[1:]))"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code, "run", *args], capture_output=True, text=True,
-        timeout=timeout, cwd=ROOT,
-    )
 
 
 def sells_and_buys(n: int, buys_per_sell: int = 3) -> pa.Table:

@@ -45,7 +45,7 @@ from typing import Any
 from kleene.language import ast
 from kleene.language.conditions import on_later_variables, var_attrs, without_self_references
 from kleene.language.printer import pattern_to_ceql
-from kleene.language.variables import bound_variables
+from kleene.language.variables import bound_variables, children
 
 __all__ = ["Lifted", "evaluated_form", "lift_outer_conditions"]
 
@@ -88,14 +88,6 @@ def _atoms(cond: ast.FilterExpr) -> Iterator[ast.FilterAtom]:
         yield from _atoms(cond.right)
 
 
-def _children(p: ast.Pattern) -> tuple[ast.Pattern, ...]:
-    if isinstance(p, ast.EventType):
-        return ()
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
-        return (p.pattern,)
-    return (p.left, p.right)
-
-
 def _all_names(p: ast.Pattern) -> set[str]:
     names: set[str] = set()
     stack = [p]
@@ -107,7 +99,7 @@ def _all_names(p: ast.Pattern) -> set[str]:
             names.add(node.var)
         if isinstance(node, ast.Filter):
             names |= {v for a in _atoms(node.condition) for v in _needs(a) | {a.var}}
-        stack.extend(_children(node))
+        stack.extend(children(node))
     return names
 
 
@@ -184,7 +176,7 @@ def lift_outer_conditions(p: ast.Pattern) -> Lifted:
                     "nothing the left side could read)"
                 )
                 return
-            siblings = [c for c in _children(node) if c is not child]
+            siblings = [c for c in children(node) if c is not child]
             rebinds = isinstance(node, ast.As) and node.var == own
             if own is not None and (rebinds or any(own in bound_variables(s) for s in siblings)):
                 why[key] = (
@@ -227,7 +219,7 @@ def lift_outer_conditions(p: ast.Pattern) -> Lifted:
                                 "it is one side of an OR of conditions; write the OR as "
                                 "an OR of patterns"
                             )
-        for child in _children(node):
+        for child in children(node):
             find(child, [*path, node])
 
     find(p, [])

@@ -14,6 +14,7 @@ from kleene.language import ast
 __all__ = [
     "WILDCARD",
     "bound_variables",
+    "children",
     "event_types_of",
     "is_wildcard",
     "named_event_types",
@@ -31,7 +32,8 @@ def is_wildcard(p: ast.Pattern) -> bool:
     return isinstance(p, ast.EventType) and p.name == WILDCARD
 
 
-def _children(p: ast.Pattern) -> tuple[ast.Pattern, ...]:
+def children(p: ast.Pattern) -> tuple[ast.Pattern, ...]:
+    """The sub-patterns directly inside ``p``."""
     if isinstance(p, ast.EventType):
         return ()
     if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
@@ -44,7 +46,7 @@ def event_types_of(p: ast.Pattern) -> frozenset[str]:
     if isinstance(p, ast.EventType):
         return frozenset((p.name,))
     out: frozenset[str] = frozenset()
-    for child in _children(p):
+    for child in children(p):
         out |= event_types_of(child)
     return out
 
@@ -73,7 +75,7 @@ def variable_event_types(p: ast.Pattern) -> dict[str, frozenset[str]]:
         if isinstance(node, ast.Unless):
             walk(node.left)  # the negated side only constrains, it binds nothing
             return
-        for child in _children(node):
+        for child in children(node):
             walk(child)
 
     walk(p)

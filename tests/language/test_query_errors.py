@@ -78,7 +78,8 @@ def accepted(text: str, schema: Schema | None = None) -> None:
 def test_unexpected_token_says_what_was_expected() -> None:
     text = "SELECT * FROM S WHERE A ; ;"
     err = syntax_error(text)
-    assert_error(err, text, "unexpected ';', expected an event type, '(' or NOT", 1, 27)
+    expected = "unexpected ';', expected an event type, '(', NOT or a selector such as MAX("
+    assert_error(err, text, expected, 1, 27)
     assert not isinstance(err, UnsupportedError)
 
 
@@ -153,7 +154,8 @@ def test_error_on_line_three_of_a_multi_line_query() -> None:
     err = syntax_error(text)
     assert_error(err, text, "unexpected ';'", 3, 19)
     assert str(err) == (
-        "unexpected ';', expected an event type, '(' or NOT (line 3, column 19)\n"
+        "unexpected ';', expected an event type, '(', NOT or a selector such as MAX( "
+        "(line 3, column 19)\n"
         "  WHERE SELL as a ; ; BUY as b\n"
         "                    ^"
     )

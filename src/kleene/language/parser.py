@@ -351,6 +351,11 @@ class _Builder(Transformer[Token, Any]):
     def p_not(self, meta: Meta, children: list[Any]) -> ast.NotEvent:
         return ast.NotEvent(children[0], _span(meta))
 
+    def p_selector(self, meta: Meta, children: list[Any]) -> ast.Selector:
+        name = str(children[0]).upper()
+        strategy: ast.SelectorName = "NEXT" if name == "NXT" else name  # type: ignore[assignment]
+        return ast.Selector(strategy, children[1], _span(meta))
+
     def p_as(self, meta: Meta, children: list[Any]) -> ast.As:
         pattern, var = children
         if var == "_":

@@ -94,10 +94,12 @@ def _compose(outer: ast.Strategy, sel: ast.Selector, query: ast.Query, text: str
         why = "SELECT STRICT keeps the contiguous matches among those the selector chose"
     if why is not None:
         raise _refuse(f"{sel.strategy}(...) on the whole pattern is not supported here: {why}", sel, text)
-    if outer in ("ALL", "ANY", "MAX"):
+    if outer in ("ALL", "ANY") or sel.strategy in ("NEXT", "LAST"):
+        # NEXT and LAST (inside) keep one match per end: whatever chooses among them after
+        # keeps it.
         return sel.strategy
-    # NEXT and LAST keep one maximal match per end: they choose the same among MAX's
-    # matches, and a selector applied after them keeps their one match.
+    # MAX inside NEXT, LAST or MAX: NEXT's and LAST's one match per end is maximal (⊆ refines
+    # their orders), so they choose the same among MAX's matches.
     return outer
 
 

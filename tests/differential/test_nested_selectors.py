@@ -238,7 +238,10 @@ def selector_cases(draw: st.DrawFn) -> tuple[ast.Query, list[dict[str, Any]], li
     where = draw(selector_wheres())
     within = draw(st.sampled_from((None, None, ast.EventsWindow(4), ast.EventsWindow(7))))
     partition = (("k",),) if draw(st.integers(0, 4)) == 0 else ()
-    query = ast.Query(ast.Select("ALL", None), (), where, partition, within)
+    items = None
+    if draw(st.integers(0, 4)) == 0:  # a projection: the selectors still see whole matches
+        items = (ast.SelectItem(draw(st.sampled_from([e.name for e in _in_order(where)]))),)
+    query = ast.Query(ast.Select("ALL", items), (), where, partition, within)
     events, times = draw(streams(max_size=12, min_size=12))
     # Planted: the pattern's event types in order, each repeated, so that the selectors have
     # several matches to choose between (on a uniform stream most cases have none).

@@ -376,3 +376,21 @@ def test_not_takes_a_single_event_pattern() -> None:
 def test_variables_inside_not_are_not_bound_outside() -> None:
     err = semantic_error("SELECT * FROM S WHERE A ; NOT(B AS b) FILTER b[x > 1]")
     assert "not bound" in err.message
+
+
+@pytest.mark.parametrize(
+    ("text", "column"),
+    [
+        ("SELECT NONE WHERE `SE\ud800L`", 19),  # found by tests/fuzz (seed 16)
+        ("SELECT * WHERE A FILTER A[s = 'a\udfff']", 31),
+    ],
+)
+def test_a_lone_surrogate_in_a_name_or_string_is_a_query_error(text: str, column: int) -> None:
+    """A str may hold a lone surrogate, which no UTF-8 (Arrow) text can: a QueryError, whose
+    rendering shows U+FFFD in its place (printable), not a UnicodeEncodeError downstream."""
+    with pytest.raises(QueryError) as info:
+        parse(text)
+    err = info.value
+    assert "lone surrogate" in err.message
+    assert (err.line, err.column) == (1, column)
+    str(err).encode("utf-8")  # printable

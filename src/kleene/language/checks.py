@@ -28,6 +28,7 @@ from kleene.language.conditions import (
     var_attrs,
 )
 from kleene.language.errors import QueryError, UnsupportedError
+from kleene.language.normal_form import unfold_outer_ors
 from kleene.language.parser import name_span
 from kleene.language.schema import AttrKind, Schema
 from kleene.language.scopes import lift_outer_conditions
@@ -465,5 +466,6 @@ def check(query: ast.Query, source: str, schema: Schema | None) -> None:
     streams, event types and attributes must exist too.  Constructs that
     parse but cannot be evaluated yet raise :class:`UnsupportedError`.
     """
-    # Nested selectors are checked, and then planned, in their engine form (selectors.py).
-    _Checker(source, schema).query(desugar_selectors(query, source))
+    # Checked, and then planned, in engine form: nested selectors (selectors.py), and a
+    # FILTER's OR naming an enclosing variable unfolded (normal_form.py).
+    _Checker(source, schema).query(unfold_outer_ors(desugar_selectors(query, source)))

@@ -557,11 +557,23 @@ class _Builder(Transformer[Token, Any]):
     def string(self, meta: Meta, children: list[Any]) -> ast.Const:
         text = str(children[0])
         quote = text[0]
-        return ast.Const(text[1:-1].replace(quote * 2, quote), _span(meta))
+        return ast.Const(self._text(text[1:-1].replace(quote * 2, quote), meta), _span(meta))
 
     def name(self, meta: Meta, children: list[Any]) -> Name:
         (tok,) = children
         text = str(tok)
         if tok.type == "QUOTED_NAME":
             text = text[1:-1].replace("``", "`")
-        return Name(text, _span(meta))
+        return Name(self._text(text, meta), _span(meta))
+
+    def _text(self, text: str, meta: Meta) -> str:
+        """A name or string literal, which must be Unicode text (Arrow holds UTF-8)."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:
+            bad = text[err.start]
+            raise self._error(
+                f"a name or string holds a lone surrogate ({ascii(bad)}), which is not text",
+                _span(meta),
+            ) from None
+        return text

@@ -17,6 +17,7 @@ from kleene.language import ast
 from kleene.language.conditions import atoms as filter_atoms
 from kleene.language.conditions import nary_filters, on_later_variables, var_attrs
 from kleene.language.errors import QueryError, UnsupportedError
+from kleene.language.normal_form import unfold_outer_ors
 from kleene.language.printer import filter_to_ceql
 from kleene.language.schema import Schema
 from kleene.language.scopes import evaluated_form, lift_outer_conditions
@@ -51,8 +52,9 @@ def plan_query(
     a plan must not be run.
     """
     tuning = tuning or Tuning()
-    # STRICT(p) as ':' and a selector on the whole pattern as the strategy (selectors.py).
-    query = desugar_selectors(query, text)
+    # STRICT(p) as ':' and a selector on the whole pattern as the strategy (selectors.py);
+    # a FILTER's OR naming an enclosing variable unfolded (normal_form.py, thesis Thm 5.3).
+    query = unfold_outer_ors(desugar_selectors(query, text))
     # A FILTER naming an enclosing pattern's variable is evaluated around that pattern
     # (kleene.language.scopes); the plan is made for that form, the query kept as written.
     written = query

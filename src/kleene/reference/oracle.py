@@ -37,7 +37,10 @@ Semantics implemented (CORE paper §2 and the project's decisions):
     and it is checked, as above, on the valuations of the nearest enclosing
     pattern that binds all its variables (the thesis passes the valuation of
     enclosing scopes down); a check no pattern resolves holds (the checker
-    rejects such queries);
+    rejects such queries); under an OR of conditions, ``φ FILTER θ1 OR θ2``
+    is evaluated as ``(φ FILTER θ1) OR (φ FILTER θ2)`` (CORE's footnote 1),
+    each side deferring its own such atoms;
+  - nested selectors (``MAX(ρ)``...): see "nested selectors" below (``_at``);
   - ``φ1 OR φ2``: union;
   - ``φ1 ; φ2``: ``V1.end < V2.start``, interval ``[V1.start, V2.end]``,
     variables unioned; ``φ1 : φ2`` additionally requires ``V2.start`` to be
@@ -436,8 +439,24 @@ def _filter(
             later.append(part)
         else:
             now.append(part)
+    if found is None:
+        found = _eval(pattern.pattern, ctx)
+    for k, part in enumerate(now):
+        if isinstance(part, ast.FilterOr) and not all(
+            _names(atom) <= inner for atom in _leaves(part)
+        ):
+            # `φ FILTER θ1 OR θ2` is `(φ FILTER θ1) OR (φ FILTER θ2)` (CORE's footnote 1):
+            # apart, each side defers its own atoms naming an outer variable.
+            rest = [*now[:k], *now[k + 1 :], *later]
+            out: set[Valuation] = set()
+            for side in (part.left, part.right):
+                cond = side
+                for other in rest:
+                    cond = ast.FilterAnd(other, cond)
+                out |= _filter(ast.Filter(pattern.pattern, cond), ctx, found)
+            return out
     out = set()
-    for v in _eval(pattern.pattern, ctx) if found is None else found:
+    for v in found:
         if all(_satisfies(c, v, ctx.events) for c in now):
             if later:
                 extra = frozenset(
@@ -446,6 +465,13 @@ def _filter(
                 v = v._replace(deferred=v.deferred | extra)
             out.add(v)
     return out
+
+
+def _leaves(cond: ast.FilterExpr) -> list[ast.FilterAtom]:
+    """The atoms of a FILTER condition."""
+    if isinstance(cond, ast.FilterAtom):
+        return [cond]
+    return _leaves(cond.left) + _leaves(cond.right)
 
 
 def _names(atom: ast.FilterAtom) -> frozenset[str]:

@@ -15,9 +15,10 @@ of the right operand of ``;`` (iterations are not contiguous); and the ◦ case
 reads ``L ∩ proj = ∅``.  CORE's contiguous operators ``:`` and ``:+`` are the
 same constructions without those self-loops.
 
-Size: a little over 500 lines: one construction per operator of the language, read together
-(they share the fragment invariants), plus the limit checks of :mod:`kleene.limits` as the
-products grow.
+Size: about 600 lines: one construction per operator of the language, read together
+(they share the fragment invariants, such as the waiting of nested selectors, whose product
+itself is in :mod:`kleene.automata.selection`), plus the limit checks of :mod:`kleene.limits`
+as the products grow.
 """
 
 from __future__ import annotations

@@ -107,8 +107,17 @@ full set of positions (``AS`` reads only that set, which is the union of all
 variables), and, for count and duration windows, valuations whose interval is
 already too long are dropped early (intervals only grow when combined).
 
+Nested selectors (``STRICT(ρ)``, ``NEXT(ρ)``, ``LAST(ρ)``, ``MAX(ρ)``; docs/semantics.md,
+"Nested selectors") need the thesis's reading *from a position*: ``⟦ρ⟧(S, i)``, the matches
+of ρ starting at ``i`` or later, where ``ρ1 ; ρ2`` reads ρ2 from ``max(M1) + 1`` and the top
+level from the first position of the window of the whole match.  A selector read from ``i``
+keeps the matches of ρ read from ``i`` that its strategy chooses among those with the same
+end (:func:`select_matches`).  Patterns holding one are evaluated top-down per position,
+memoized (:func:`_at`); the others bottom-up as above.
+
 Size: the oracle is deliberately one self-contained evaluator of the formal semantics,
-sharing no code with the engines it checks.
+sharing no code with the engines it checks (the top-down reading of nested selectors reuses
+every operator's evaluation, so it lives here too).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import kleene
 from against_oracle import aimed, check_against_oracle, feature_changed, oracle, without
 from generators import TYPES, VARIABLES, patterns, streams, thresholds
 from kleene.language import ast
-from kleene.language.errors import UnsupportedError
+from kleene.language.errors import LimitError, UnsupportedError
 from kleene.language.parser import parse_query
 from kleene.language.printer import to_ceql
 from kleene.reference.oracle import evaluate
@@ -316,3 +316,13 @@ def test_strict_is_planned_as_contiguous_operators() -> None:
     plan = kleene.compile("SELECT * WHERE MAX(A ; B) AS x").plan
     assert plan.query.select.strategy == "MAX"
     assert plan.query.where == parse_query("SELECT * WHERE (A ; B) AS x").where
+
+
+def test_the_product_stops_at_max_states() -> None:
+    """The selector's product grows with the sub-pattern's automaton (classes of runs are sets of
+    its states): it is built only where reached, and stopped by max_states like any product."""
+    text = "SELECT * WHERE A ; LAST((A OR B)+ ; (B OR C)+ ; C)"
+    assert "87 states" in kleene.compile(text).explain()
+    with pytest.raises(LimitError) as info:
+        kleene.compile(text, max_states=30)
+    assert info.value.limit == "max_states"

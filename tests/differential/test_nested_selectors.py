@@ -64,6 +64,9 @@ EXAMPLES = [
     ("SELECT * WHERE (A ; MAX(B+))+ ; C", "ABBABC", {
         (0, 1, 2, 3, 4, 5), (0, 1, 2, 5), (0, 1, 2, 4, 5), (0, 1, 5), (0, 1, 3, 4, 5), (3, 4, 5),
     }),
+    # A selector starting an iteration: the first one is read after X, each later one after
+    # the previous iteration (ends at 3: {1,3} beats {2,3}; at 5: {1,5}, and {4,5} after {1,3}).
+    ("SELECT * WHERE X ; (NEXT(A ; B))+", "XAABAB", {(0, 1, 3), (0, 1, 5), (0, 1, 3, 4, 5)}),
     # Under OR, and a selector inside another.
     ("SELECT * WHERE A ; (MAX(B+) OR C) ; D", "ABCBD", {(0, 1, 3, 4), (0, 1, 4), (0, 2, 4)}),
     ("SELECT * WHERE A ; MAX(B ; NEXT(C+)) ; D", "ABCBCCD", {
@@ -133,7 +136,7 @@ def test_parsing_and_printing() -> None:
 
 REFUSED = [
     ("SELECT * WHERE MAX(T+) ; H", "MAX(T+)", "at the start of the pattern that is the start of the window"),
-    ("SELECT * WHERE A ; (NEXT(B) ; C)+", "NEXT(B)", "NEXT(...) here is not supported"),
+    ("SELECT * WHERE (NEXT(A ; B))+ ; C", "NEXT(A ; B)", "NEXT(...) here is not supported"),
     ("SELECT * WHERE A ; (LAST(B+) AND B+)", "LAST(B+)", "LAST(...) here is not supported"),
     ("SELECT * WHERE A ; (B* ; MAX(C+))", "MAX(C+)", "MAX(...) here is not supported"),
     ("SELECT * WHERE STRICT(A ; MAX(B+))", "MAX(B+)", "STRICT over MAX(...) is not supported"),
@@ -204,7 +207,8 @@ def bodies(draw: st.DrawFn) -> ast.Pattern:
 @st.composite
 def selector_wheres(draw: st.DrawFn) -> ast.Pattern:
     """A pattern with a selector where the engine evaluates it (after ``;``/``:``, under OR,
-    AS, FILTER, an iteration's later part, a side of AND/ALL after its start, UNLESS's left)."""
+    AS, FILTER, starting an iteration or a repetition there, a side of AND/ALL after its start,
+    UNLESS's left)."""
     name = draw(st.sampled_from(SELECTORS))
     sel = ast.Selector(name, draw(bodies()))
     if draw(st.integers(0, 3)) == 0:  # a selector inside the selector
@@ -212,7 +216,7 @@ def selector_wheres(draw: st.DrawFn) -> ast.Pattern:
         sel = ast.Selector(draw(st.sampled_from(SELECTORS[1:])), ast.Seq(sel.pattern, inner))
     leaf = ast.EventType(draw(st.sampled_from(TYPES)))
     after = ast.EventType(draw(st.sampled_from(TYPES)))
-    shape = draw(st.integers(0, 9))
+    shape = draw(st.integers(0, 10))
     if shape <= 2:
         return ast.Seq(leaf, sel)
     if shape == 3:
@@ -230,6 +234,11 @@ def selector_wheres(draw: st.DrawFn) -> ast.Pattern:
         return op(ast.Seq(leaf, sel), other)
     if shape == 8 and name != "STRICT":  # the whole pattern: the query's strategy
         return ast.Selector(name, ast.Seq(leaf, sel.pattern))
+    if shape == 9:  # starting an iteration or a repetition
+        repeated = draw(
+            st.sampled_from((ast.Iter(sel), ast.Iter(sel, True), ast.Repeat(sel, 1, 2), ast.Star(sel)))
+        )
+        return ast.Seq(ast.Seq(leaf, repeated), after)
     return ast.Seq(ast.Seq(leaf, sel), after)
 
 

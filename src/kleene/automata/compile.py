@@ -196,7 +196,9 @@ class _Builder:
         return _Fragment(tuple(ts), initial, finals, a.nullable and b.nullable, a.waits)
 
     def _Iter(self, p: ast.Iter) -> _Fragment:  # noqa: N802
-        f = self._unwaited(self.build(p.pattern))
+        f = self.build(p.pattern)
+        if f.waits:
+            return self._iter_waiting(f, p.contiguous)
         q = self.state()
         ts = list(f.transitions)
         for t in f.transitions:
@@ -208,6 +210,28 @@ class _Builder:
         if not p.contiguous:
             ts.append(_VT(q, 0, frozenset(), q))
         return _Fragment(tuple(ts), f.initial, f.finals, f.nullable)
+
+    def _iter_waiting(self, f: _Fragment, contiguous: bool) -> _Fragment:
+        """``φ+`` where ``φ`` starts with a nested selector (its initial states in ``f.waits``).
+
+        Each later iteration is entered at a copy of each initial state of ``φ``, instead of one
+        state with a TRUE loop: a selector's copy waits with its own transitions, which track
+        the runs it compares with (a plain loop would not); the other copies get the TRUE loop.
+        The first iteration is entered as ``φ`` is (``waits`` stays), and under ``:+`` a
+        selector's copy may not wait.
+        """
+        again = {i: self.state() for i in sorted(f.initial)}
+        ts = list(f.transitions)
+        for t in f.transitions:
+            sources = (t.source, again[t.source]) if t.source in f.initial else (t.source,)
+            targets = (t.target, *again.values()) if t.target in f.finals else (t.target,)
+            for s in sources:
+                if contiguous and s != t.source and t.source in f.waits and not t.labels:
+                    continue
+                ts.extend(t.moved(s, d) for d in targets if (s, d) != (t.source, t.target))
+        if not contiguous:
+            ts.extend(_VT(q, 0, frozenset(), q) for i, q in again.items() if i not in f.waits)
+        return _Fragment(tuple(ts), f.initial, f.finals, f.nullable, f.waits)
 
     def _And(self, p: ast.And) -> _Fragment:  # noqa: N802
         """``φ1 AND φ2``: both read the same events, with the same events in the match.
@@ -361,8 +385,7 @@ class _Builder:
         """``f``, which must not start with a nested selector (kleene.language.selectors
         refuses those positions: the selector's competitors would start elsewhere)."""
         if f.waits:
-            raise ValueError("a nested selector at the start of an iteration or of a side of "
-                             "AND, ALL or UNLESS")
+            raise ValueError("a nested selector at the start of a side of AND, ALL or UNLESS")
         return f
 
     def _Selector(self, p: ast.Selector) -> _Fragment:  # noqa: N802
@@ -399,7 +422,7 @@ class _Builder:
     def _Star(self, p: ast.Star) -> _Fragment:  # noqa: N802
         """``φ*``: ``φ+`` or nothing (see :class:`_Fragment`)."""
         f = self._Iter(ast.Iter(p.pattern))
-        return _Fragment(f.transitions, f.initial, f.finals, True)
+        return _Fragment(f.transitions, f.initial, f.finals, True, f.waits)
 
     def _Repeat(self, p: ast.Repeat) -> _Fragment:  # noqa: N802
         """``φ{n,m}``: its copies written out (kleene.automata.unroll), nullable when n = 0."""

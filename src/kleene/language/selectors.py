@@ -17,12 +17,13 @@ engines a query is rewritten, before it is checked and planned (docs/semantics.m
   (``NEXT(MAX(p))`` is ``NEXT(p)``, since ⊆ refines ≤_next, and ``MAX(NEXT(p))``
   is ``NEXT(p)``, one match per end).
 * ``NEXT``/``LAST``/``MAX(p)`` right after the left side of ``;`` or ``:``
-  (``H ; MAX(T+) ; H``, also under OR, AS, FILTER there): kept, and compiled in
-  place by the tECS engine (:mod:`kleene.automata.selection`).
+  (``H ; MAX(T+) ; H``, also under OR, AS, FILTER, or starting an iteration or a
+  repetition there): kept, and compiled in place by the tECS engine
+  (:mod:`kleene.automata.selection`).
 * everything else is refused with :class:`UnsupportedError` at the selector,
   saying why: a NEXT/LAST/MAX at the start of the pattern (its competitors
   start where the window of the whole match starts, unknown when its part
-  ends), of an iteration or of a side of AND/ALL/UNLESS, ``STRICT`` over
+  ends), of a side of AND/ALL/UNLESS, ``STRICT`` over
   ``ALL`` (the union of two matches is an interval without each being one) or
   over NEXT/LAST/MAX, and a selector inside ``NOT(...)`` (one event).  The
   register engine (conditions between events) takes no nested NEXT/LAST/MAX
@@ -155,18 +156,24 @@ class _Rewriter:
             return p
         if isinstance(p, ast.As | ast.Filter):
             return dataclasses.replace(p, pattern=self.pattern(p.pattern, strict, entered))
+        # An iteration's first part is entered as the iteration is, the later ones after the
+        # previous one (kleene.automata.compile._Builder._iter_waiting).
         if isinstance(p, ast.Iter):
             return dataclasses.replace(
-                p, pattern=self.pattern(p.pattern, strict), contiguous=p.contiguous or strict
+                p,
+                pattern=self.pattern(p.pattern, strict, entered),
+                contiguous=p.contiguous or strict,
             )
         if isinstance(p, ast.Star):
-            inner = self.pattern(p.pattern, strict)
+            inner = self.pattern(p.pattern, strict, entered)
             if strict:
                 return ast.Repeat(inner, 0, None, True, p.span)
             return dataclasses.replace(p, pattern=inner)
         if isinstance(p, ast.Repeat):
             return dataclasses.replace(
-                p, pattern=self.pattern(p.pattern, strict), contiguous=p.contiguous or strict
+                p,
+                pattern=self.pattern(p.pattern, strict, entered),
+                contiguous=p.contiguous or strict,
             )
         if isinstance(p, ast.Seq):
             after = not nullable(p.left)

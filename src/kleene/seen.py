@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from kleene.language import ast
 from kleene.language.ast import NO_SPAN, Span
 from kleene.language.errors import UnseenNameError
-from kleene.language.parser import name_span
+from kleene.language.names import name_span
 from kleene.options import InputOptions
 from kleene.planning.plan import Plan
 

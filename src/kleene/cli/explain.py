@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from kleene.api import Query, compile_parsed
 from kleene.cli.common import EXIT_OK, UsageError, load_query, skip_pandas_probe
-from kleene.language.parser import parse
+from kleene.language.query_cache import parse
 from kleene.options import InputOptions
 
 

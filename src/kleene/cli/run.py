@@ -39,7 +39,7 @@ from kleene.io.merge import merge_streams, named_stream
 from kleene.io.readers import cheap_columns, count_rows, read_batches
 from kleene.io.writers import output_format
 from kleene.language.errors import DataError, KleeneError, UnseenNameWarning
-from kleene.language.parser import parse
+from kleene.language.query_cache import parse
 from kleene.limits import (
     DEFAULT_MAX_HELD,
     DEFAULT_MAX_MATCHES,

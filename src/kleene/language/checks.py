@@ -28,7 +28,7 @@ from kleene.language.conditions import (
     var_attrs,
 )
 from kleene.language.errors import QueryError, UnsupportedError
-from kleene.language.parser import name_span
+from kleene.language.names import name_span
 from kleene.language.schema import AttrKind, Schema
 from kleene.language.scopes import lift_outer_conditions
 from kleene.language.variables import (

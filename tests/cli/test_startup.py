@@ -1,0 +1,99 @@
+"""What a `kleene run` process loads and does at start and exit (issue 18, start-up).
+
+Each run is a fresh interpreter (``python -m kleene``, as the installed script runs
+:func:`kleene.console.main`) that writes, at exit, its ``sys.modules``, its environment's
+``OPENBLAS_NUM_THREADS`` and the number of frozen objects.  The second run of a query finds
+its parse in the cache (:mod:`kleene.language.query_cache`), so lark and the parser stay
+unloaded; the first run of the same query loads them (so the check can fail).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAIR = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] AND b[price < a.price] WITHIN 3 EVENTS"
+LAZY = ("lark", "kleene.language.parser", "kleene.language.limits", "kleene.registers.windowed")
+"""Not loaded by `kleene run` of a query parsed before (the pair query: the register engine)."""
+
+RECORD = """
+import atexit, gc, json, os, runpy, sys
+
+def record(path=sys.argv[1]):
+    with open(path, "w") as f:
+        json.dump({"modules": sorted(sys.modules), "blas": os.environ.get("OPENBLAS_NUM_THREADS"),
+                   "frozen": gc.get_freeze_count()}, f)
+
+atexit.register(record)
+sys.argv = ["kleene", *sys.argv[2:]]
+runpy.run_module("kleene", run_name="__main__", alter_sys=True)
+"""
+
+
+def run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], dict]:
+    report = tmp_path / "report.json"
+    full = {
+        **os.environ,
+        "KLEENE_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        **(env or {}),
+    }
+    full.pop("OPENBLAS_NUM_THREADS", None) if env is None or "OPENBLAS_NUM_THREADS" not in env else None
+    proc = subprocess.run(
+        [sys.executable, "-c", RECORD, str(report), *args], capture_output=True, text=True, env=full, timeout=120
+    )
+    return proc, json.loads(report.read_text())
+
+
+def loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
+
+
+@pytest.fixture
+def events(tmp_path: Path) -> Path:
+    path = tmp_path / "e.csv"
+    path.write_text("type,price\nSELL,120\nBUY,40\nSELL,90\nBUY,130\nBUY,41\n")
+    return path
+
+
+def test_a_query_run_again_loads_neither_lark_nor_the_parser(events: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    first, report = run(tmp_path, "run", PAIR, "--input", str(events), "--output", str(out))
+    assert first.returncode == 0, first.stderr
+    assert "lark" in report["modules"] and "kleene.language.parser" in report["modules"]
+    lines = out.read_text()
+    again, report = run(tmp_path, "run", PAIR, "--input", str(events), "--output", str(out))
+    assert again.returncode == 0, again.stderr
+    assert out.read_text() == lines
+    assert [json.loads(line)["positions"] for line in lines.splitlines()] == [[0, 1]]
+    assert "kleene.registers.runtime" in report["modules"]  # the register engine ran
+    assert loaded(report["modules"], LAZY) == []
+
+
+def test_the_process_runs_blas_on_one_thread_and_freezes_before_exit(events: Path, tmp_path: Path) -> None:
+    proc, report = run(tmp_path, "run", PAIR, "--input", str(events))
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == 1  # stdout flushed at exit
+    assert report["blas"] == "1"
+    assert report["frozen"] > 10_000  # pyarrow's, numpy's and kleene's objects
+    proc, report = run(tmp_path, "run", PAIR, "--input", str(events), env={"OPENBLAS_NUM_THREADS": "3"})
+    assert proc.returncode == 0 and report["blas"] == "3"  # the user's setting is kept
+
+
+def test_exit_codes_and_messages_are_the_commands(events: Path, tmp_path: Path) -> None:
+    bad, _ = run(tmp_path, "run", "SELECT * FROM S WHERE SELL as a; ; BUY", "--input", str(events))
+    assert bad.returncode == 2 and "query error" in bad.stderr and "^" in bad.stderr
+    missing, _ = run(tmp_path, "run", PAIR, "--input", str(tmp_path / "nope.csv"))
+    assert missing.returncode != 0 and "nope.csv" in missing.stderr
+
+
+def test_the_installed_script_is_the_process_wrapper() -> None:
+    (script,) = entry_points(group="console_scripts", name="kleene")
+    assert script.value == "kleene.console:main"

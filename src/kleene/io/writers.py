@@ -29,7 +29,6 @@ formats consistent byte for byte.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import json
 import math
@@ -75,6 +74,8 @@ def _default(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, (bytes, bytearray, memoryview)):
+        import base64  # only for bytes values (start-up time of every run)
+
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, Decimal):
         return str(value)

@@ -91,7 +91,10 @@ def test_exit_codes_and_messages_are_the_commands(events: Path, tmp_path: Path) 
     bad, _ = run(tmp_path, "run", "SELECT * FROM S WHERE SELL as a; ; BUY", "--input", str(events))
     assert bad.returncode == 2 and "query error" in bad.stderr and "^" in bad.stderr
     missing, _ = run(tmp_path, "run", PAIR, "--input", str(tmp_path / "nope.csv"))
-    assert missing.returncode != 0 and "nope.csv" in missing.stderr
+    assert missing.returncode == 3 and "input error" in missing.stderr and "nope.csv" in missing.stderr
+    # The file is read while the query compiles: the query's error still comes first.
+    both, _ = run(tmp_path, "run", "SELECT * FROM S WHERE SELL as a; ; BUY", "--input", str(tmp_path / "nope.csv"))
+    assert both.returncode == 2 and "query error" in both.stderr and "nope.csv" not in both.stderr
 
 
 def test_the_installed_script_is_the_process_wrapper() -> None:

@@ -36,6 +36,7 @@ from kleene.cli.sidefiles import check_written_files
 from kleene.cli.spark_run import run_spark
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.merge import merge_streams, named_stream
+from kleene.io.prefetch import Prefetched
 from kleene.io.readers import cheap_columns, count_rows, read_batches
 from kleene.io.writers import output_format
 from kleene.language.errors import DataError, KleeneError, UnseenNameWarning
@@ -311,18 +312,29 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
         record=True
     ) as caught:
         warnings.simplefilter("always", UnseenNameWarning)
-        query = compile_queries(args, policy, stream_column)
-        if args.strict_types:
-            check_names_first(query, inputs, args.format)
 
         def read(path: str) -> Iterator[pa.RecordBatch]:
             return read_batches(
                 path, format=args.format, batch_size=args.batch_size, null_values=args.null_values
             )
 
+        # One file is read (its first batch, in a thread) while the query compiles; what the
+        # reader raises comes at the first batch, after the query's own errors (io.prefetch).
+        single = len(inputs) == 1 and inputs[0][0] is None
+        prefetched = Prefetched(lambda: read(inputs[0][1])) if single else None
+        try:
+            query = compile_queries(args, policy, stream_column)
+            if args.strict_types:
+                check_names_first(query, inputs, args.format)
+        except BaseException:
+            if prefetched is not None:
+                prefetched.close()
+            raise
+
         batches: Iterable[pa.RecordBatch]
-        if len(inputs) == 1 and inputs[0][0] is None:
-            batches = read(inputs[0][1])
+        if prefetched is not None:
+            prefetched.made()  # a missing file fails here, before any output is opened
+            batches = prefetched
         else:
             batches = merge_streams(
                 [(name, read(path)) for name, path in inputs],

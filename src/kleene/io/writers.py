@@ -280,8 +280,9 @@ def _json_floats(arr: pa.Array) -> pa.Array:
     )
     arrow_positional = pc.invert(pc.match_substring(texts, "e"))
     fast = pc.and_(finite, pc.and_(positional, arrow_positional)).fill_null(False)
-    pointless = pc.invert(pc.match_substring(texts, "."))
-    texts = pc.if_else(pc.and_(fast, pointless), pc.binary_join_element_wise(texts, ".0", ""), texts)
+    pointless = pc.and_(fast, pc.invert(pc.match_substring(texts, ".")))
+    if pc.any(pointless).as_py():  # whole numbers (most float columns have none)
+        texts = pc.if_else(pointless, pc.binary_join_element_wise(texts, ".0", ""), texts)
     slow = pc.and_(finite, pc.invert(fast))
     if pc.any(slow).as_py():
         index = np.flatnonzero(slow.to_numpy(zero_copy_only=False))
@@ -290,6 +291,8 @@ def _json_floats(arr: pa.Array) -> pa.Array:
         for i, v in zip(index.tolist(), values):
             fixed[i] = float.__repr__(v)
         texts = pa.array(fixed, pa.string())
+    if pc.all(finite).as_py():  # no NaN, infinity or null to write as null
+        return texts
     return pc.if_else(finite, texts, "null")
 
 

@@ -115,3 +115,12 @@ def test_a_read_only_cache_still_parses(tmp_path: Path, monkeypatch: pytest.Monk
     blocked.write_text("a file where the cache folder would be")
     monkeypatch.setenv("KLEENE_CACHE_DIR", str(blocked))
     assert query_cache.parse(QUERIES[0]) == parse_text(QUERIES[0])
+
+
+def test_without_the_parsers_sources_there_is_no_cache(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def unreadable() -> bytes:
+        raise FileNotFoundError("grammar.lark")
+
+    monkeypatch.setattr(query_cache, "_sources_digest", unreadable)
+    assert query_cache.parse(QUERIES[0]) == parse_text(QUERIES[0])
+    assert not cache.exists() or not list(cache.iterdir())

@@ -56,14 +56,18 @@ def parse(text: str) -> ast.Program:
         from kleene.language.parser import parse as parse_text
 
         return parse_text(text)  # its TypeError
-    path = cache_path(text)
-    found = _load(path)
+    try:
+        path: Path | None = cache_path(text)
+    except OSError:  # the parser's sources are not files (a zipped install): no cache
+        path = None
+    found = None if path is None else _load(path)
     if found is not None:
         return found
     from kleene.language.parser import parse as parse_text  # lark: only for a new query
 
     program = parse_text(text)
-    _store(path, program)
+    if path is not None:
+        _store(path, program)
     return program
 
 

@@ -100,3 +100,22 @@ def test_exit_codes_and_messages_are_the_commands(events: Path, tmp_path: Path) 
 def test_the_installed_script_is_the_process_wrapper() -> None:
     (script,) = entry_points(group="console_scripts", name="kleene")
     assert script.value == "kleene.console:main"
+
+
+def test_the_command_line_is_parsed_before_the_engine_is_imported(tmp_path: Path) -> None:
+    """`kleene run` starts reading its file (kleene.io.prefetch) before it imports the engine,
+    so that the file is read while the engine's modules load: the parser of the command line
+    needs neither."""
+    script = (
+        "import json, sys\n"
+        "from kleene.cli import build_parser\n"
+        "build_parser().parse_args(['run', 'SELECT * WHERE A', '--input', 'x.csv'])\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    modules = json.loads(proc.stdout)
+    assert "kleene.cli.run" in modules and "kleene.io.prefetch" in modules
+    engine = ("kleene.api", "kleene.planning", "kleene.session", "kleene.evaluable", "kleene.registers")
+    assert loaded(modules, engine) == []

@@ -16,7 +16,6 @@ from typing import IO, Any
 import pyarrow as pa
 
 import kleene
-from kleene.api import compile_parsed
 from kleene.cli.common import (
     EXIT_OK,
     STDIN,
@@ -33,7 +32,6 @@ from kleene.cli.common import (
 from kleene.cli.output import Output
 from kleene.cli.progress import Progress, is_tty
 from kleene.cli.sidefiles import check_written_files
-from kleene.cli.spark_run import run_spark
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.merge import merge_streams, named_stream
 from kleene.io.prefetch import Prefetched
@@ -251,6 +249,10 @@ def compile_queries(
     args: argparse.Namespace, policy: BadRowPolicy | str, stream_column: str | None
 ) -> kleene.Query | kleene.QuerySet:
     """One query (output as before), or several run together (each line names its query)."""
+    # The engine is imported here, not with the parser of the command line: the input's first
+    # batch is being read (kleene.io.prefetch) while these imports run.
+    from kleene.api import compile_parsed
+
     texts: list[tuple[str | None, str]] = []
     for arg in args.query:
         text = load_query(arg)
@@ -289,6 +291,8 @@ def _stream_column(args: argparse.Namespace, inputs: list[tuple[str | None, str]
 def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     """Run ``kleene run``; returns the exit code (errors propagate to :func:`kleene.cli.main`)."""
     if args.engine == "spark":
+        from kleene.cli.spark_run import run_spark
+
         return run_spark(args, stderr)
     skip_pandas_probe()
     given = parse_inputs(args.input)

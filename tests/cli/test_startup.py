@@ -119,3 +119,28 @@ def test_the_command_line_is_parsed_before_the_engine_is_imported(tmp_path: Path
     assert "kleene.cli.run" in modules and "kleene.io.prefetch" in modules
     engine = ("kleene.api", "kleene.planning", "kleene.session", "kleene.evaluable", "kleene.registers")
     assert loaded(modules, engine) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sync_file_range is Linux's")
+def test_the_output_is_sent_towards_the_disk_while_the_run_goes_on(tmp_path: Path) -> None:
+    """kleene.cli.output: after each batch the kernel is asked (and accepts) to start writing
+    the temporary file out, so the rename over an existing OUT finds little left to do."""
+    from kleene.cli.output import Output, start_writeback
+
+    final = tmp_path / "out.jsonl"
+    final.write_text("the previous run's\n")
+    output = Output(str(final))
+    assert output.temp is not None and start_writeback() is not None
+    for k in range(3):
+        output.writer.write({"batch": k, "text": "x" * 100_000})
+        output.writer.flush()
+        output.written()
+        output._wait()  # one at a time here, so that each is counted
+    output.commit()
+    assert output.writebacks == 3
+    lines = [json.loads(line) for line in final.read_text().splitlines()]
+    assert [line["batch"] for line in lines] == [0, 1, 2]
+    assert start_writeback()(final) and not start_writeback()(tmp_path / "missing")
+    to_stdout = Output("-")
+    to_stdout.written()
+    assert to_stdout.writebacks == 0 and to_stdout._flusher is None

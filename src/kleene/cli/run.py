@@ -368,6 +368,7 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
             write = output.writer.write_batch
             for found in query.match_batches(batches, events=True):
                 write(found)
+                output.written()  # towards the disk while the next batches are computed
             output.commit()
         except BaseException:
             if progress is not None:

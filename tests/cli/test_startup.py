@@ -144,3 +144,31 @@ def test_the_output_is_sent_towards_the_disk_while_the_run_goes_on(tmp_path: Pat
     to_stdout = Output("-")
     to_stdout.written()
     assert to_stdout.writebacks == 0 and to_stdout._flusher is None
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+def test_the_jsonl_writer_says_when_it_handed_bytes_to_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pure: bool
+) -> None:
+    """JsonlWriter(written=...) is called after the pieces of the bulk path (kleene run starts
+    the writeback there), and the lines are those written without it."""
+    import pyarrow as pa
+
+    import kleene
+    from kleene.io import writers
+
+    if pure:
+        monkeypatch.setattr(writers, "_jsonl", None)
+    events = pa.table({"type": ["SELL", "BUY", "SELL", "BUY"] * 500, "price": [120.0, 40.0, 150.0, 99.5] * 500})
+    query = kleene.compile(PAIR)
+    calls: list[int] = []
+    with_hook, without = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    hooked = writers.JsonlWriter(with_hook, written=lambda: calls.append(1))
+    plain = writers.JsonlWriter(without)
+    for found in query.match_batches(events, events=True):
+        hooked.write_batch(found)
+        plain.write_batch(found)
+    hooked.close()
+    plain.close()
+    assert with_hook.read_bytes() == without.read_bytes() and hooked.count > 1000
+    assert len(calls) >= 1

@@ -46,11 +46,14 @@ class Output:
             raise OSError(f"cannot write {target!r}: {exc.strerror or exc}") from exc
         os.close(fd)
         self.temp = Path(name)
-        self.writer = JsonlWriter(self.temp) if fmt == "jsonl" else ArrowWriter(self.temp, fmt)
+        self.writer = (
+            JsonlWriter(self.temp, written=self.written) if fmt == "jsonl" else ArrowWriter(self.temp, fmt)
+        )
 
     def written(self) -> None:
         """Start sending what the file holds so far to the disk (in a thread; a no-op for
-        standard output, where the previous one still runs, or off Linux)."""
+        standard output, where the previous one still runs, or off Linux).  Called by the JSON
+        Lines writer after each piece of a few MiB, and after each batch."""
         if self.temp is None or (self._flusher is not None and self._flusher.is_alive()):
             return
         start = start_writeback()

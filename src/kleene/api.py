@@ -21,7 +21,6 @@ from kleene.evaluable import Evaluable
 from kleene.language import ast
 from kleene.language.checks import check
 from kleene.language.errors import QueryError
-from kleene.language.parser import parse
 from kleene.language.schema import Schema
 from kleene.options import InputOptions, OptionKeywords
 from kleene.planning import Plan, plan_query
@@ -57,6 +56,8 @@ def compile(  # noqa: A001 - the natural name, as re.compile
     docs/semantics.md, "Several streams").  A text with several queries is
     compiled with :func:`kleene.compile_many`.
     """
+    from kleene.language.parser import parse  # lark: not for `kleene run` (query_cache)
+
     options = InputOptions.given(options, **keywords)
     program = parse(query)
     if len(program.queries) > 1:

@@ -41,7 +41,7 @@ import pyarrow as pa
 from kleene.api import Query, compile_parsed
 from kleene.evaluable import Evaluable
 from kleene.language.errors import KleeneError, QueryError
-from kleene.language.parser import name_span, parse
+from kleene.language.names import name_span
 from kleene.language.schema import Schema
 from kleene.options import InputOptions, OptionKeywords
 from kleene.planning import Plan
@@ -82,6 +82,8 @@ def compile_many(
         texts = [(str(k), v) for k, v in queries.items()]
     else:
         texts = [(None, t) if isinstance(t, str) else t for t in queries]
+    from kleene.language.parser import parse  # lark: not for `kleene run` of one query
+
     options = InputOptions.given(options, **keywords)
     compiled: list[Query] = []
     names: list[str] = []

@@ -16,7 +16,6 @@ from typing import IO, Any
 import pyarrow as pa
 
 import kleene
-from kleene.api import compile_parsed
 from kleene.cli.common import (
     EXIT_OK,
     STDIN,
@@ -33,13 +32,13 @@ from kleene.cli.common import (
 from kleene.cli.output import Output
 from kleene.cli.progress import Progress, is_tty
 from kleene.cli.sidefiles import check_written_files
-from kleene.cli.spark_run import run_spark
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.merge import merge_streams, named_stream
+from kleene.io.prefetch import Prefetched
 from kleene.io.readers import cheap_columns, count_rows, read_batches
 from kleene.io.writers import output_format
 from kleene.language.errors import DataError, KleeneError, UnseenNameWarning
-from kleene.language.parser import parse
+from kleene.language.query_cache import parse
 from kleene.limits import (
     DEFAULT_MAX_HELD,
     DEFAULT_MAX_MATCHES,
@@ -250,6 +249,10 @@ def compile_queries(
     args: argparse.Namespace, policy: BadRowPolicy | str, stream_column: str | None
 ) -> kleene.Query | kleene.QuerySet:
     """One query (output as before), or several run together (each line names its query)."""
+    # The engine is imported here, not with the parser of the command line: the input's first
+    # batch is being read (kleene.io.prefetch) while these imports run.
+    from kleene.api import compile_parsed
+
     texts: list[tuple[str | None, str]] = []
     for arg in args.query:
         text = load_query(arg)
@@ -288,6 +291,8 @@ def _stream_column(args: argparse.Namespace, inputs: list[tuple[str | None, str]
 def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     """Run ``kleene run``; returns the exit code (errors propagate to :func:`kleene.cli.main`)."""
     if args.engine == "spark":
+        from kleene.cli.spark_run import run_spark
+
         return run_spark(args, stderr)
     skip_pandas_probe()
     given = parse_inputs(args.input)
@@ -311,18 +316,29 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
         record=True
     ) as caught:
         warnings.simplefilter("always", UnseenNameWarning)
-        query = compile_queries(args, policy, stream_column)
-        if args.strict_types:
-            check_names_first(query, inputs, args.format)
 
         def read(path: str) -> Iterator[pa.RecordBatch]:
             return read_batches(
                 path, format=args.format, batch_size=args.batch_size, null_values=args.null_values
             )
 
+        # One file is read (its first batch, in a thread) while the query compiles; what the
+        # reader raises comes at the first batch, after the query's own errors (io.prefetch).
+        single = len(inputs) == 1 and inputs[0][0] is None
+        prefetched = Prefetched(lambda: read(inputs[0][1])) if single else None
+        try:
+            query = compile_queries(args, policy, stream_column)
+            if args.strict_types:
+                check_names_first(query, inputs, args.format)
+        except BaseException:
+            if prefetched is not None:
+                prefetched.close()
+            raise
+
         batches: Iterable[pa.RecordBatch]
-        if len(inputs) == 1 and inputs[0][0] is None:
-            batches = read(inputs[0][1])
+        if prefetched is not None:
+            prefetched.made()  # a missing file fails here, before any output is opened
+            batches = prefetched
         else:
             batches = merge_streams(
                 [(name, read(path)) for name, path in inputs],
@@ -352,6 +368,7 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
             write = output.writer.write_batch
             for found in query.match_batches(batches, events=True):
                 write(found)
+                output.written()  # towards the disk while the next batches are computed
             output.commit()
         except BaseException:
             if progress is not None:

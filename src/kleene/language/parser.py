@@ -32,6 +32,7 @@ from lark.tree import Meta
 from kleene.language import ast, limits
 from kleene.language.ast import NO_SPAN, Span
 from kleene.language.errors import QueryError
+from kleene.language.names import Name, name_span
 from kleene.language.parser_cache import cached_lark
 from kleene.language.syntax_errors import syntax_error
 
@@ -40,29 +41,6 @@ __all__ = ["MAX_REPEAT", "Name", "parse", "parse_query", "name_span"]
 MAX_REPEAT = 100
 """The largest count of ``p{n,m}``: the automaton holds a copy of ``p`` per count
 (two for the optional ones), so counts stay small; ``+`` and ``*`` say "many"."""
-
-
-class Name(str):
-    """A name read from the query text, carrying the span it was written at.
-
-    The AST keeps some names as plain ``str`` (e.g. ``Query.partition_by``);
-    using this subclass there lets semantic checks point at the exact name
-    without changing the AST's fields.  ``span`` defaults to ``NO_SPAN`` so
-    that pickling and copying (which call ``Name(value)``) keep working.
-    """
-
-    span: Span
-
-    def __new__(cls, value: str, span: Span = NO_SPAN) -> Name:
-        obj = super().__new__(cls, value)
-        obj.span = span
-        return obj
-
-
-def name_span(name: str, fallback: Span) -> Span:
-    """The span of ``name`` if the parser recorded one, else ``fallback``."""
-    span = getattr(name, "span", NO_SPAN)
-    return span if isinstance(span, Span) and span != NO_SPAN else fallback
 
 
 @functools.cache

@@ -28,8 +28,8 @@ from kleene.language.conditions import (
     var_attrs,
 )
 from kleene.language.errors import QueryError, UnsupportedError
-from kleene.language.normal_form import unfold_outer_ors
 from kleene.language.names import name_span
+from kleene.language.normal_form import unfold_outer_ors
 from kleene.language.schema import AttrKind, Schema
 from kleene.language.scopes import lift_outer_conditions
 from kleene.language.selectors import desugar_selectors

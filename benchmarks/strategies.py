@@ -193,10 +193,11 @@ def main() -> None:
                     found, size, stepped, read, _ = runs[0]
                     prefix = "" if read == args.events else " (prefix)"
                     if not prefix:
-                        if counts[window].setdefault((strategy, "listed"), found) != found:
+                        listed = counts[window].get((strategy, "listed"))
+                        if counting and listed is not None and listed != found:
                             raise SystemExit(
-                                f"{strategy} at w={window}: counted {found:,}, listed "
-                                f"{counts[window][strategy, 'listed']:,} complex events"
+                                f"{strategy} at w={window}: counted {found:,}, listed {listed:,} "
+                                "complex events"
                             )
                         counts[window][strategy, "counted" if counting else "listed"] = found
                     positions = "" if counting else f" {size:,} |"

@@ -194,6 +194,17 @@ class Query(Evaluable):
         """A fresh evaluation state, fed batch by batch with :meth:`Session.feed`."""
         return Session(self.plan)
 
+    def count(self, source: Any) -> int:
+        """How many complex events :meth:`run` would give on ``source``, without listing them.
+
+        The same number as ``len(list(q.run(source)))`` (same LIMIT, strategy, window,
+        partitions, bad-row policy), read like :meth:`matches` (a file only for
+        :attr:`columns`).  The engine counts without building complex events where it can:
+        under NEXT and LAST, and under any strategy with ``LIMIT 1``, in O(1) per event that
+        ends a match; under ALL by counting paths in the tECS (docs/semantics.md, "Counting").
+        """
+        return self.counts(source)[0]
+
     def tuned(self, **changes: Any) -> Query:
         """The same query, planned with other :class:`~kleene.planning.Tuning` (same results).
 

@@ -48,6 +48,7 @@ from kleene.planning import Plan
 from kleene.predicates.conform import Requirement, conform
 from kleene.predicates.shared import SharedPredicates
 from kleene.results import MatchBatch
+from kleene.runtime.enumeration import Count
 from kleene.seen import NameWatch
 from kleene.session import OrderedFeed, Session
 
@@ -170,6 +171,15 @@ class QuerySet(Evaluable):
         """A fresh evaluation state for all the queries."""
         return QuerySetSession(self)
 
+    def count(self, source: Any) -> dict[str, int]:
+        """How many complex events each query gives on ``source``, by query name.
+
+        Exactly as many as :meth:`run` lists for that query (same LIMIT, strategies, windows,
+        partitions), counted without building them where the engine can
+        (:meth:`kleene.Query.count`).
+        """
+        return dict(zip(self.names, self.counts(source), strict=True))
+
 
 class QuerySetSession(OrderedFeed):
     """The evaluation state of a :class:`QuerySet`: one :class:`Session` per query, shared stages."""
@@ -199,6 +209,9 @@ class QuerySetSession(OrderedFeed):
     def check_names(self) -> None:
         if self.qs.options.strict_types:
             self.seen.check([(s.plan, s.name) for s in self.sessions])
+
+    def count_only(self) -> list[Count]:
+        return [c for s in self.sessions for c in s.count_only()]
 
     def set_aside(
         self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str

@@ -47,6 +47,7 @@ from kleene.limits import (
     TRANSITIONS_PER_STATE,
 )
 from kleene.options import InputOptions, parse_size
+from kleene.runtime.enumeration import Count
 
 
 def add_run_parser(commands: Any) -> argparse.ArgumentParser:
@@ -85,6 +86,13 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
         "when an input is named STREAM=FILE; otherwise the input is one stream)",
     )
     run.add_argument("--output", "-o", default="-", metavar="OUT", help="where to write complex events (default: stdout)")
+    run.add_argument(
+        "--count",
+        action="store_true",
+        help="write only how many complex events each query gives, as text: the number (one "
+        "query), or one line NAME<TAB>NUMBER per query; counted without building them where "
+        "the engine can (not with --output-format or --engine spark)",
+    )
     run.add_argument(
         "--output-format",
         choices=["jsonl", "parquet", "arrow"],
@@ -290,6 +298,10 @@ def _stream_column(args: argparse.Namespace, inputs: list[tuple[str | None, str]
 
 def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     """Run ``kleene run``; returns the exit code (errors propagate to :func:`kleene.cli.main`)."""
+    if args.count and args.engine == "spark":
+        raise UsageError("--count runs in this process: leave out --engine spark")
+    if args.count and args.output_format:
+        raise UsageError("--count writes numbers as text: leave out --output-format")
     if args.engine == "spark":
         from kleene.cli.spark_run import run_spark
 
@@ -346,6 +358,8 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
                 time_unit=args.time_unit,
                 stream_column=stream_column or "stream",
             )
+        if args.count:
+            return _count(args, query, batches, inputs, policy, caught, stderr)
         output = Output(args.output, output_format(args.output, args.output_format))
         try:
             open_quarantine(policy)  # the run starts: the query compiled, the inputs exist
@@ -379,6 +393,48 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
             progress.close()
     unseen = unseen_messages(caught)
     if unseen and not output.writer.count:
+        print("kleene: no complex events", file=stderr)
+    for message in unseen:
+        print(f"kleene: {message}", file=stderr)
+    if policy.count:
+        print(f"kleene: {policy.summary()}", file=stderr)
+    return EXIT_OK
+
+
+def _count(
+    args: argparse.Namespace, query: kleene.Query | kleene.QuerySet, batches: Iterable[pa.RecordBatch],
+    inputs: list[tuple[str | None, str]], policy: BadRowPolicy, caught: list[warnings.WarningMessage],
+    stderr: IO[str],
+) -> int:
+    """``kleene run --count``: the number of complex events of each query, written as text to
+    ``--output`` (a file only once the run succeeded), with the same messages as a run."""
+    open_quarantine(policy)
+    sinks: list[Count] = []
+    progress: Progress | None = None
+    if not args.no_progress and is_tty(stderr) and not (args.output == "-" and is_tty(sys.stdout)):
+        progress = Progress(
+            stderr, total=lambda: _total_rows(inputs, args.format), events=lambda: sum(len(c) for c in sinks)
+        )
+        batches = progress.track(batches)
+    try:
+        counts = query.counts(batches, sinks=sinks)
+    except BaseException:
+        if progress is not None:
+            progress.clear()
+        raise
+    if progress is not None:
+        progress.close()
+    if isinstance(query, kleene.QuerySet):
+        text = "".join(f"{name}\t{n}\n" for name, n in zip(query.names, counts, strict=True))
+    else:
+        text = f"{counts[0]}\n"
+    if args.output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        Path(args.output).write_text(text)
+    unseen = unseen_messages(caught)
+    if unseen and not sum(counts):
         print("kleene: no complex events", file=stderr)
     for message in unseen:
         print(f"kleene: {message}", file=stderr)

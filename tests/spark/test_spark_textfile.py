@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
-from test_spark_speed import QUERY, SORTED_PARQUET_JOBS, departures, jobs_of, parsed
+from test_spark_speed import EACH_TASK_JOBS, QUERY, SORTED_PARQUET_JOBS, departures, jobs_of, parsed
 
 from kleene.cli import main
 from kleene.spark import detect, textfile
@@ -35,11 +35,6 @@ def written(frame: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-TEXT_FILE_JOBS = 1
-"""Q1 on a small text file in time order: each task reads the file, keeps its carriers, evaluates
-and writes; no shuffle, no ordering job."""
-
-
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
 def test_q1_on_a_sorted_text_file_runs_in_one_job(
     spark: Any, tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
@@ -55,7 +50,7 @@ def test_q1_on_a_sorted_text_file_runs_in_one_job(
     assert expected
     jobs = jobs_of(spark, [*common, "--input", str(data), "-o", str(tmp_path / "spark"), "--engine", "spark"])
     print(f"{jobs} Spark jobs on the sorted {suffix} file")
-    assert jobs == TEXT_FILE_JOBS
+    assert jobs == EACH_TASK_JOBS
     assert parsed(tmp_path / "spark") == expected
     if suffix != ".csv":
         return

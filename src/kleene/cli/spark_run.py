@@ -111,6 +111,7 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         active_session,
         detect,
         local_session,
+        plan_for,
         stop_session,
     )
     from kleene.spark.output import json_lines, layout, write
@@ -152,7 +153,10 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         spark.conf.set(NANOS_AS_LONG, "true")
     try:
         try:
-            df, positions, each = _read(spark, args.input, fmt, args.time_column, scanning.result())
+            df, positions, each = _read(
+                spark, args.input, fmt, args.time_column, scanning.result(),
+                partitioned=plan_for(query, None, 2).mode == "partitioned",
+            )
         except (PySparkException, Py4JJavaError) as exc:
             raise DataError(f"cannot read {args.input!r}: {_first_line(exc)}") from exc
         try:
@@ -235,13 +239,25 @@ def row_index_positions(path: str, fmt: str, time_column: str | None) -> str | N
     return ROW_INDEX if times_in_order(times) else None
 
 
+def _small(path: str) -> bool:
+    from kleene.spark.textfile import EACH_TASK_BYTES
+
+    return Path(path).stat().st_size <= EACH_TASK_BYTES
+
+
 NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
 """Spark cannot hold nanoseconds in a timestamp; with this it reads them as long nanoseconds (exact)."""
 
 
-def _read(spark: Any, path: str, fmt: str, time_column: str | None, scanned: Any) -> tuple[Any, str | None, Any]:
+def _read(
+    spark: Any, path: str, fmt: str, time_column: str | None, scanned: Any, *, partitioned: bool
+) -> tuple[Any, str | None, Any]:
     """The input as a DataFrame, the column of its positions when they are known without a job,
     and a reader that every task may run (:func:`kleene.spark.detect`'s ``task_reader``) or None.
+
+    Under the partitioned plan (``partitioned``), a file in time order of at most
+    :data:`kleene.spark.textfile.EACH_TASK_BYTES` is read by every evaluating task
+    (kleene's reader, for Parquet too): one Spark job, no shuffle.
 
     A CSV or JSON Lines file the driver's pyarrow pass (``scanned``: a
     :class:`kleene.spark.textfile.Scan`) found in time order is read by
@@ -257,8 +273,7 @@ def _read(spark: Any, path: str, fmt: str, time_column: str | None, scanned: Any
         schema = textfile.spark_schema(scanned.schema)
         if schema is not None and scanned.in_time_order:
             df, rows = textfile.read(spark, path, fmt, schema, rows=scanned.rows)
-            each = rows if Path(path).stat().st_size <= textfile.EACH_TASK_BYTES else None
-            return df, textfile.ROW_COLUMN, each
+            return df, textfile.ROW_COLUMN, rows if partitioned and _small(path) else None
         if fmt == "csv" and schema is not None:
             return reader.option("header", True).schema(schema).csv(path), None, None
     if fmt == "csv":
@@ -269,8 +284,16 @@ def _read(spark: Any, path: str, fmt: str, time_column: str | None, scanned: Any
             nanos_as_long=_conf_true(spark, NANOS_AS_LONG, "false"),
             naive_as_ntz=_conf_true(spark, "spark.sql.parquet.inferTimestampNTZ.enabled", "true"),
         )
+        positions = row_index_positions(path, fmt, time_column)
+        if partitioned and positions is not None and schema is not None and _small(path):
+            # Every evaluating task reads the file with pyarrow and keeps its keys: no shuffle.
+            import pyarrow.parquet as pq
+
+            rows = pq.ParquetFile(path).metadata.num_rows
+            df, each = textfile.read(spark, path, fmt, schema, rows=rows)
+            return df, textfile.ROW_COLUMN, each
         df = (reader.schema(schema) if schema is not None else reader).parquet(path)
-        return df, row_index_positions(path, fmt, time_column), None
+        return df, positions, None
     # ISO times become timestamps, as Arrow's JSON reader (the in-process engine's) makes them.
     return reader.option("inferTimestamp", True).json(path), None, None
 

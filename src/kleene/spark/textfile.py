@@ -1,4 +1,4 @@
-"""A CSV or JSON Lines file read by kleene's own reader inside a Spark task, rows numbered.
+"""A file read by kleene's own reader inside Spark tasks, rows numbered (CSV, JSON Lines; Parquet too).
 
 Spark's CSV parser costs the JVM several CPU-seconds more than a Parquet
 read on the flights (docs/benchmarks.md), its types and nulls are not the
@@ -12,11 +12,13 @@ schema needed anyway), that index *is* the position, so
 :func:`kleene.spark.detect` takes it as ``position_column`` and runs no
 ordering job.
 
-One task reads the whole file: the reading is pyarrow's (multi-threaded
-for a file below :data:`~kleene.io.readers.BUFFER_BYTES`), and the rows are
-spread over the cluster by the evaluation's own shuffle.  A file the driver
-cannot read, a directory, or a file out of time order takes Spark's own
-reader and the general ordering path instead.
+Under PARTITION BY, a file of at most :data:`EACH_TASK_BYTES` is read whole
+by every evaluating task (:class:`FileRows` as ``detect``'s ``task_reader``),
+which keeps its own keys: no shuffle, one Spark job; a Parquet file in time
+order goes the same way (its footer gives the schema).  A larger file is
+read by one task (pyarrow) and spread by the evaluation's shuffle.  A file
+the driver cannot read, a directory, or a file out of time order takes
+Spark's own reader and the general ordering path instead.
 """
 
 from __future__ import annotations

@@ -40,8 +40,11 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
     """``--engine spark``: the same query and output, evaluated by :func:`kleene.spark.detect`.
 
     Spark numbers rows by (time column, input order), so on a file sorted by
-    time the positions are the in-process engine's.  Only the ``error``
-    bad-row policy exists on Spark (a bad row fails the job, exit 3).
+    time the positions are the in-process engine's.  A CSV or JSON Lines
+    file in time order is read by kleene's reader in the tasks, its row
+    indexes the positions (:mod:`kleene.spark.textfile`; under PARTITION BY
+    a small file, Parquet too, is read by every task: no shuffle).  Only the
+    ``error`` bad-row policy exists on Spark (a bad row fails the job, exit 3).
 
     ``--output DIR`` is a directory of part files written by Spark's writers
     (JSON Lines, Parquet; Arrow IPC written by the tasks), one per task, each

@@ -77,7 +77,7 @@ def test_key_hashes_are_the_same_in_every_process() -> None:
     assert key_hashes([pa.array(["UA"]), pa.array([1])])[0] == (zlib.crc32(b"'UA'") * 1_000_003 + zlib.crc32(b"1")) % (1 << 32)
 
 
-def test_scan_finds_the_time_order_across_batches(tmp_path: Path) -> None:
+def test_scan_finds_the_time_order_across_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     n = 70_000  # more than one batch of the reader (65,536 rows)
     times = list(range(n))
     data = tmp_path / "t.csv"
@@ -96,6 +96,11 @@ def test_scan_finds_the_time_order_across_batches(tmp_path: Path) -> None:
     scans = {t: scan(str(data), "csv", t) for t in ("time", None, "missing")}
     assert [s.in_time_order for s in scans.values() if s is not None] == [False, True, False]  # None: file order
     assert scan(str(tmp_path), "csv", "time") is None  # a directory: Spark's reader
+    lines = written(departures(20), tmp_path / "d.jsonl")
+    assert scan(str(lines), "jsonl", "time") is not None
+    monkeypatch.setattr(textfile, "EACH_TASK_BYTES", lines.stat().st_size - 1)
+    assert scan(str(lines), "jsonl", "time") is None  # a large JSON Lines file: Spark's reader
+    assert scan(str(data), "csv", "time") is not None  # (a CSV file's types came from pyarrow before)
     (tmp_path / "empty.csv").write_text("time,type\n")
     assert scan(str(tmp_path / "empty.csv"), "csv", "time") is None
 

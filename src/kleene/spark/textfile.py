@@ -73,13 +73,16 @@ def times_in_order(times: pa.ChunkedArray | pa.Array) -> bool:
 def scan(path: str, fmt: str, time_column: str | None) -> Scan | None:
     """Read one CSV or JSON Lines file on the driver: its types, rows and whether it is in time order.
 
-    None when it is not one such file, or kleene's reader cannot read it (Spark's
-    reader then reports what is wrong, as before).  The batches are not kept:
+    None when it is not one such file (a JSON Lines file above :data:`EACH_TASK_BYTES`
+    neither), or kleene's reader cannot read it (Spark's reader then reports what
+    is wrong, as before).  The batches are not kept:
     only the time column's order is checked, batch after batch.
     """
     p = Path(path)
     if fmt not in TEXT_FORMATS or not p.is_file():
         return None
+    if fmt == "jsonl" and p.stat().st_size > EACH_TASK_BYTES:
+        return None  # Spark's reader, as before: the driver read no JSON Lines file whole then
     schema: pa.Schema | None = None
     rows = 0
     ordered = True

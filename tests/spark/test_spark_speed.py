@@ -30,6 +30,7 @@ from kleene.cli.spark_run import (
     quick_jit,
     row_index_positions,
 )
+from kleene.spark import textfile
 from kleene.spark.session import (
     CACHE_ENV,
     DRIVER_JAVA_OPTIONS,
@@ -46,7 +47,11 @@ QUERY = (
 MAX_JOBS = 3
 """Q1's jobs: the order check, the read and shuffle by carrier, the evaluation and write."""
 SORTED_PARQUET_JOBS = 2
-"""On one Parquet file in time order the positions are its row indexes: no order check."""
+"""On one Parquet file in time order the positions are its row indexes: no order check
+(above the size that every task reads: the read and shuffle by key, the evaluation and write)."""
+EACH_TASK_JOBS = 1
+"""A file in time order small enough for every task to read (``textfile.EACH_TASK_BYTES``):
+each task reads it, keeps its keys, evaluates and writes; no shuffle."""
 
 
 def departures(n: int = 600) -> pd.DataFrame:
@@ -80,12 +85,14 @@ def parsed(path: Path) -> list[Any]:
     return sorted(rows, key=lambda r: (r["end"], r["start"], r["positions"]))
 
 
-def test_q1_runs_in_two_jobs_on_a_sorted_parquet_file(spark: Any, tmp_path: Path) -> None:
+def test_q1_runs_in_one_job_on_a_sorted_parquet_file(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Q1 on a time-ordered pandas Parquet file: no schema inference, no sample or count, no order
-    check (the file's row indexes are the positions), one shuffle.  The same rows out of time
-    order take the general path (order check, sort) and give the same complex events.
-
-    (A CSV input takes its schema from pyarrow already: three jobs.)
+    check (the file's row indexes are the positions), and no shuffle: every task reads the small
+    file and keeps its carriers.  Above that size, Spark's reader and one shuffle (two jobs).  The
+    same rows out of time order take the general path (order check, sort).  The same complex
+    events every time.
     """
     data, shuffled = tmp_path / "flights.parquet", tmp_path / "shuffled.parquet"
     departures().to_parquet(data)
@@ -96,8 +103,14 @@ def test_q1_runs_in_two_jobs_on_a_sorted_parquet_file(spark: Any, tmp_path: Path
     assert expected
     jobs = jobs_of(spark, [*common, "--input", str(data), "-o", str(tmp_path / "spark"), "--engine", "spark"])
     print(f"{jobs} Spark jobs on the sorted file")
-    assert jobs == SORTED_PARQUET_JOBS
+    assert jobs == EACH_TASK_JOBS
     assert parsed(tmp_path / "spark") == expected
+    with monkeypatch.context() as patch:
+        patch.setattr(textfile, "EACH_TASK_BYTES", 0)
+        jobs = jobs_of(spark, [*common, "--input", str(data), "-o", str(tmp_path / "large"), "--engine", "spark"])
+    print(f"{jobs} Spark jobs on the sorted file read by Spark's reader")
+    assert jobs == SORTED_PARQUET_JOBS
+    assert parsed(tmp_path / "large") == expected
     jobs = jobs_of(spark, [*common, "--input", str(shuffled), "-o", str(tmp_path / "unsorted"), "--engine", "spark"])
     print(f"{jobs} Spark jobs on the shuffled file")
     assert jobs > MAX_JOBS  # the order check fails: the sample, counts and sort of the general path

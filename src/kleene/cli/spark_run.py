@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,10 +28,10 @@ from kleene.cli.common import (
 from kleene.cli.sidefiles import check_written_files
 from kleene.io.badrows import SKIP_HINTS
 from kleene.io.peek import Peeked, peek_schema
-from kleene.io.readers import cheap_columns, count_rows, detect_format, read_batches
+from kleene.io.readers import cheap_columns, count_rows, detect_format
 from kleene.io.writers import output_format
 from kleene.language.checks import check
-from kleene.language.errors import DataError, KleeneError, QueryError
+from kleene.language.errors import DataError, QueryError
 from kleene.language.query_cache import parse
 from kleene.language.schema import Schema
 
@@ -39,8 +40,11 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
     """``--engine spark``: the same query and output, evaluated by :func:`kleene.spark.detect`.
 
     Spark numbers rows by (time column, input order), so on a file sorted by
-    time the positions are the in-process engine's.  Only the ``error``
-    bad-row policy exists on Spark (a bad row fails the job, exit 3).
+    time the positions are the in-process engine's.  A CSV or JSON Lines
+    file in time order is read by kleene's reader in the tasks, its row
+    indexes the positions (:mod:`kleene.spark.textfile`; under PARTITION BY
+    a small file, Parquet too, is read by every task: no shuffle).  Only the
+    ``error`` bad-row policy exists on Spark (a bad row fails the job, exit 3).
 
     ``--output DIR`` is a directory of part files written by Spark's writers
     (JSON Lines, Parquet; Arrow IPC written by the tasks), one per task, each
@@ -110,9 +114,16 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         active_session,
         detect,
         local_session,
+        plan_for,
         stop_session,
     )
     from kleene.spark.output import json_lines, layout, write
+    from kleene.spark.textfile import scan
+
+    # The driver's pyarrow pass over a text file (types, time order) runs while the JVM starts.
+    pool = ThreadPoolExecutor(1, thread_name_prefix="kleene-scan")
+    scanning = pool.submit(scan, args.input, fmt, args.time_column)
+    pool.shutdown(wait=False)
     from kleene.spark.session import DRIVER_JAVA_OPTIONS, DUMP_OPTION
 
     from py4j.protocol import Py4JJavaError  # isort: skip
@@ -145,11 +156,14 @@ def run_spark(args: argparse.Namespace, stderr: IO[str]) -> int:
         spark.conf.set(NANOS_AS_LONG, "true")
     try:
         try:
-            df = _read(spark, args.input, fmt)
+            df, positions, each = _read(
+                spark, args.input, fmt, args.time_column, scanning.result(),
+                partitioned=plan_for(query, None, 2).mode == "partitioned",
+            )
         except (PySparkException, Py4JJavaError) as exc:
             raise DataError(f"cannot read {args.input!r}: {_first_line(exc)}") from exc
         try:
-            result = detect(df, query, position_column=row_index_positions(args.input, fmt, args.time_column))
+            result = detect(df, query, position_column=positions, task_reader=each)
         except (DataError, QueryError):
             raise
         except kleene.KleeneError as exc:
@@ -212,8 +226,9 @@ def row_index_positions(path: str, fmt: str, time_column: str | None) -> str | N
     check reads every row's time through the Python workers).  pyarrow reads
     the time column alone to make sure: some milliseconds on the flights.
     """
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
+
+    from kleene.spark.textfile import times_in_order
 
     p = Path(path)
     if fmt != "parquet" or not p.is_file():
@@ -224,79 +239,66 @@ def row_index_positions(path: str, fmt: str, time_column: str | None) -> str | N
         times = pq.read_table(p, columns=[time_column]).column(0)
     except (OSError, KeyError, pa.ArrowException):
         return None  # Spark's reader says what is wrong
-    typ = times.type
-    if times.null_count or not (
-        pa.types.is_timestamp(typ) or pa.types.is_integer(typ) or pa.types.is_floating(typ)
-        or pa.types.is_date(typ)
-    ):
-        return None  # nulls and texts: the general path and its messages
-    if len(times) < 2:
-        return ROW_INDEX
-    values = times.combine_chunks()
-    if pa.types.is_floating(typ) and pc.any(pc.is_nan(values)).as_py():
-        return None
-    ordered = pc.all(pc.greater_equal(values.slice(1), values.slice(0, len(values) - 1))).as_py()
-    return ROW_INDEX if ordered else None
+    return ROW_INDEX if times_in_order(times) else None
+
+
+def _small(path: str) -> bool:
+    from kleene.spark.textfile import EACH_TASK_BYTES
+
+    return Path(path).stat().st_size <= EACH_TASK_BYTES
 
 
 NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
 """Spark cannot hold nanoseconds in a timestamp; with this it reads them as long nanoseconds (exact)."""
 
 
-def _read(spark: Any, path: str, fmt: str) -> Any:
+def _read(
+    spark: Any, path: str, fmt: str, time_column: str | None, scanned: Any, *, partitioned: bool
+) -> tuple[Any, str | None, Any]:
+    """The input as a DataFrame, the column of its positions when they are known without a job,
+    and a reader that every task may run (:func:`kleene.spark.detect`'s ``task_reader``) or None.
+
+    Under the partitioned plan (``partitioned``), a file in time order of at most
+    :data:`kleene.spark.textfile.EACH_TASK_BYTES` is read by every evaluating task
+    (kleene's reader, for Parquet too): one Spark job, no shuffle.
+
+    A CSV or JSON Lines file the driver's pyarrow pass (``scanned``: a
+    :class:`kleene.spark.textfile.Scan`) found in time order is read by
+    kleene's own reader in a Spark task, its row indexes the positions
+    (:mod:`kleene.spark.textfile`).  Otherwise Spark's readers read it; a CSV
+    file with the types the in-process reader settled.  One Parquet file in
+    time order has its row index (:func:`row_index_positions`).
+    """
+    from kleene.spark import textfile
+
     reader = spark.read
+    if fmt in textfile.TEXT_FORMATS and scanned is not None:
+        schema = textfile.spark_schema(scanned.schema)
+        if schema is not None and scanned.in_time_order:
+            df, rows = textfile.read(spark, path, fmt, schema, rows=scanned.rows)
+            return df, textfile.ROW_COLUMN, rows if partitioned and _small(path) else None
+        if fmt == "csv" and schema is not None:
+            return reader.option("header", True).schema(schema).csv(path), None, None
     if fmt == "csv":
-        schema = _csv_schema(path)
-        if schema is not None:
-            return reader.option("header", True).schema(schema).csv(path)
-        return reader.option("header", True).option("inferSchema", True).csv(path)
+        return reader.option("header", True).option("inferSchema", True).csv(path), None, None
     if fmt == "parquet":
         schema = parquet_schema(
             path,
             nanos_as_long=_conf_true(spark, NANOS_AS_LONG, "false"),
             naive_as_ntz=_conf_true(spark, "spark.sql.parquet.inferTimestampNTZ.enabled", "true"),
         )
-        return (reader.schema(schema) if schema is not None else reader).parquet(path)
+        positions = row_index_positions(path, fmt, time_column)
+        if partitioned and positions is not None and schema is not None and _small(path):
+            # Every evaluating task reads the file with pyarrow and keeps its keys: no shuffle.
+            import pyarrow.parquet as pq
+
+            rows = pq.ParquetFile(path).metadata.num_rows
+            df, each = textfile.read(spark, path, fmt, schema, rows=rows)
+            return df, textfile.ROW_COLUMN, each
+        df = (reader.schema(schema) if schema is not None else reader).parquet(path)
+        return df, positions, None
     # ISO times become timestamps, as Arrow's JSON reader (the in-process engine's) makes them.
-    return reader.option("inferTimestamp", True).json(path)
-
-
-def _csv_schema(path: str) -> Any:
-    """The CSV's column types as the in-process reader settles them (pyarrow, the whole file), for Spark.
-
-    Spark's own ``inferSchema`` reads the file once more in the JVM, trying
-    every value as a timestamp: on the flights (30 MB) that pass cost more
-    than reading the file with Arrow here, and its types could differ from the
-    in-process engine's (int and long, which strings are times).  A column
-    that is empty throughout is read as text.  None (Spark infers) for
-    compressed files or a directory.
-    """
-    from pyspark.sql import types as T
-    from pyspark.sql.pandas.types import from_arrow_type
-
-    p = Path(path)
-    if p.is_dir() or p.suffix.lower() in (".gz", ".bz2", ".xz"):
-        return None
-    try:
-        first = next(iter(read_batches(p, format="csv", batch_size=1)), None)
-    except (OSError, KleeneError, pa.ArrowException):
-        return None  # Spark's reader reports it
-    if first is None:
-        return None
-    fields = []
-    for field in first.schema:
-        typ = field.type
-        if pa.types.is_null(typ):
-            spark_type: Any = T.StringType()
-        elif pa.types.is_timestamp(typ):
-            spark_type = T.TimestampType() if typ.tz else T.TimestampNTZType()
-        else:
-            try:
-                spark_type = from_arrow_type(typ)
-            except Exception:  # noqa: BLE001 - a type Spark cannot hold: let it infer the file
-                return None
-        fields.append(T.StructField(field.name, spark_type, True))
-    return T.StructType(fields)
+    return reader.option("inferTimestamp", True).json(path), None, None
 
 
 PARQUET_TYPES = {

@@ -71,7 +71,8 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterator, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -219,6 +220,7 @@ def detect(
     stream_column: str | None = None,
     options: InputOptions | None = None,
     position_column: str | None = None,
+    task_reader: Callable[[], Iterator[pa.RecordBatch]] | None = None,
 ) -> DataFrame:
     """Run a CEQL query over ``df``; return one row per complex event (lazily).
 
@@ -241,7 +243,18 @@ def detect(
     input order)``, e.g. ``_metadata.row_index`` of one Parquet file known to be
     sorted by time (``kleene run --engine spark`` checks that with pyarrow on the
     time column alone).  No job then orders the rows; it is trusted as given.
+    A column of ``df`` named so is the positions only, not an attribute of the
+    events (e.g. :data:`kleene.spark.textfile.ROW_COLUMN`, a text file's row index).
     The ranges plan, which needs the times where ranges start, ignores it.
+
+    ``task_reader`` (with ``position_column``): a picklable function that
+    yields the rows of ``df`` as Arrow batches, positions included, wherever
+    it runs, e.g. a file read by kleene's reader
+    (:func:`kleene.spark.textfile.read`).  The partitioned plan then runs
+    ``defaultParallelism`` tasks that each read every row and keep the keys
+    that hash to them (a deterministic hash of the key's values): no shuffle
+    and no sort, since the rows come in position order; ``df`` serves the
+    checks and the other plans.  For inputs that each task can read quickly.
 
     The query is compiled here, so query errors surface before any job runs;
     executors compile the text again (cheap, and nothing but text travels).
@@ -262,6 +275,9 @@ def detect(
     type_column, time_column = options.type_column, options.time_column
     time_unit, stream_column = options.time_unit, options.stream_column
     compiled = kleene.compile(text, schema, options=options)
+    source = df  # keeps a position column of the DataFrame itself
+    if position_column is not None and position_column in df.columns:
+        df = df.drop(position_column)  # the positions are not an attribute of the events
     columns = list(df.columns)
     for name in columns:
         if name.startswith(PREFIX):
@@ -292,7 +308,9 @@ def detect(
         in_order = _input_order_positions(df, time_column, time_type)
     range_info: list[tuple[int, float]] | None = None
     if given:
-        positioned = df.withColumn(POS, F.col(str(position_column)).cast("long"))
+        positioned = source.withColumn(POS, F.col(str(position_column)).cast("long"))
+        if source is not df:
+            positioned = positioned.drop(str(position_column))
     elif in_order is not None:
         positioned = in_order.positioned
         if plan.mode == "ranges":
@@ -312,6 +330,13 @@ def detect(
         query_id=query_name(text, query_id),
         out_schema=to_arrow_schema(out_schema, timezone=_tz(spark)),
     )
+    if plan.mode == "partitioned" and given and task_reader is not None:
+        n = max(1, int(spark.sparkContext.defaultParallelism))
+        each = KeysOfTask(
+            read=task_reader, evaluate=evaluator, keys=list(dict.fromkeys(compiled.partition_by)),
+            tasks=n, position_column=str(position_column), columns=columns,
+        )
+        return spark.range(n, numPartitions=n).mapInArrow(each, out_schema)
     if plan.mode == "partitioned":
         keys = list(dict.fromkeys(compiled.partition_by))
         # Position order, not (key, position): one session per task handles
@@ -796,6 +821,60 @@ class _Evaluator:
             events_out,
         ]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class KeysOfTask:
+    """The ``mapInArrow`` function of :func:`detect`'s ``task_reader`` route: task ``i`` of ``n``
+    reads every row, keeps the PARTITION BY keys whose hash is ``i`` modulo ``n``, and evaluates
+    them in position order (the reader's order) with the partitioned plan's evaluator."""
+
+    def __init__(
+        self,
+        *,
+        read: Callable[[], Iterator[pa.RecordBatch]],
+        evaluate: _Evaluator,
+        keys: list[str],
+        tasks: int,
+        position_column: str,
+        columns: list[str],
+    ) -> None:
+        self.read = read
+        self.evaluate = evaluate
+        self.keys = keys
+        self.tasks = tasks
+        self.position_column = position_column
+        self.columns = columns
+
+    def __call__(self, ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        mine = [int(i) for batch in ids for i in batch.column(0).to_pylist()]
+        yield from self.evaluate(self._kept(set(mine)))
+
+    def _kept(self, mine: set[int]) -> Iterator[pa.RecordBatch]:
+        if not mine:
+            return
+        names = [*self.columns, POS]
+        for batch in self.read():
+            keep = np.isin(key_hashes([batch.column(k) for k in self.keys]) % self.tasks, list(mine))
+            if not keep.any():
+                continue
+            arrays = [batch.column(c) for c in self.columns]
+            arrays.append(batch.column(self.position_column).cast(pa.int64()))
+            yield pa.RecordBatch.from_arrays(arrays, names=names).filter(pa.array(keep))
+
+
+def key_hashes(columns: list[pa.Array]) -> np.ndarray:
+    """A hash of each row's key values, the same in every process (CRC-32 of each distinct value's
+    ``repr``: Python's own string hash differs between processes)."""
+    n = len(columns[0]) if columns else 0
+    out = np.zeros(n, dtype=np.uint64)
+    for column in columns:
+        encoded = pc.dictionary_encode(column, null_encoding="encode")
+        codes = np.array(
+            [zlib.crc32(repr(v).encode("utf-8")) for v in encoded.dictionary.to_pylist()], dtype=np.uint64
+        )
+        index = encoded.indices.to_numpy(zero_copy_only=False).astype(np.intp)
+        out = (out * np.uint64(1_000_003) + codes[index]) % np.uint64(1 << 32)
+    return out
 
 
 def _cast(values: pa.Array, typ: pa.DataType) -> pa.Array:

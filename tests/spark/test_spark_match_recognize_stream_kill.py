@@ -8,7 +8,11 @@ commit log not), once at a random moment (in a task, a checkpoint or a state upl
 is followed by a restart from the same checkpoint; the last run goes to the end.  The matches
 written must then equal :func:`kleene.match_recognize` over the on-time rows, each exactly
 once, MATCH_NUMBER() included (it continues across the restarts), and every late row must
-appear once.  ``KLEENE_MR_KILL_SEEDS`` (e.g. ``1-8``) runs more seeds than the default one.
+appear once.
+
+Three JVM starts per seed cost more than this feature's share of the default run, so the test
+runs when ``KLEENE_MR_KILL_SEEDS`` is set (``3``, ``1-8``, ``2,5``); its last results are in
+docs/reliability.md ("MATCH_RECOGNIZE streaming restarts after SIGKILL").
 """
 
 from __future__ import annotations
@@ -37,6 +41,11 @@ CLAUSES = {
     "PATTERN (A B+) WITHIN 25 DEFINE A AS price > 100, B AS price < PREV(price)",
 }
 SPAN = 40
+
+
+pytestmark = pytest.mark.skipif(
+    "KLEENE_MR_KILL_SEEDS" not in os.environ,
+    reason="three JVM starts per seed: set KLEENE_MR_KILL_SEEDS (e.g. 3) to run it")
 
 
 def _seeds() -> list[int]:

@@ -9,7 +9,7 @@ The shape is CEQL streaming's (:mod:`kleene.spark.stream`, ``docs/streaming.md``
    processor reports them (``kind = 'late'``; ``'untimed'`` for a NULL time).
 2. Rows are grouped by the PARTITION BY key (a constant without it) into
    ``transformWithStateInPandas`` in ``EventTime`` mode (RocksDB state store).
-   Per key, rows wait in a typed ListState until the watermark passes them,
+   Per key, rows wait in a ListState (one Arrow IPC value per arrival) until the watermark passes them,
    then are released in ORDER BY order to the incremental engine
    (:class:`kleene.runtime.match_recognize.incremental.Incremental`), which
    steps only the new rows: its live search (threads, registers, what the
@@ -37,6 +37,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -172,8 +173,8 @@ class _Writer:
 class _MatchProcessor(StatefulProcessor):
     """Per key: buffer until the watermark, release in order, feed the incremental engine.
 
-    State: ``pending`` (ListState: input columns + event time in µs, not yet released)
-    and ``engine`` (ValueState: the engine's :class:`PartitionState` as bytes).
+    State: ``pending`` (ListState: per arrival, its rows not yet released with their event
+    time in µs, as Arrow IPC, and their earliest time) and ``engine`` (ValueState: the engine's :class:`PartitionState` as bytes).
     """
 
     def __init__(self, spec: _Spec) -> None:
@@ -188,7 +189,11 @@ class _MatchProcessor(StatefulProcessor):
         self.engine = Incremental(parse(spec.clause), self.input_arrow)
         pending = T.StructType([*input_schema.fields, T.StructField(US, T.LongType(), True)])
         self.pending_arrow = to_arrow_schema(pending, timezone="UTC")
-        self.pending = handle.getListState("pending", pending)
+        # one element per arrival: its rows as Arrow IPC (one state row per input row costs a
+        # serialisation and a state-server entry each)
+        self.pending = handle.getListState("pending", T.StructType([
+            T.StructField("first_us", T.LongType(), True),
+            T.StructField("rows", T.BinaryType(), True)]))
         self.state = handle.getValueState(
             "engine", T.StructType([T.StructField("data", T.BinaryType(), True)]))
         self.ncols = len(spec.columns)
@@ -206,20 +211,20 @@ class _MatchProcessor(StatefulProcessor):
         pdf = pdf.iloc[:, : self.ncols + 1]  # positional: Spark renames internal columns
         pdf.columns = pd.Index(self.pending_arrow.names)
         table = pa.Table.from_pandas(pdf, schema=self.pending_arrow, preserve_index=False)
-        keep: list[tuple[Any, ...]] = []
+        us = table.column(US)
+        on_time = pc.is_valid(us)
+        if wm > 0:
+            on_time = pc.and_(on_time, pc.fill_null(pc.greater(us, wm * 1000), False))
         out: list[dict[str, Any]] = []
-        for row in table.to_pylist():
+        for row in table.filter(pc.invert(on_time)).to_pylist():
             values = tuple(row.values())
-            us = values[self.ncols]
-            if us is None:
-                out.append(self._rejected(values, KIND_UNTIMED, wm))
-            elif wm > 0 and us <= wm * 1000:
-                out.append(self._rejected(values, KIND_LATE, wm))
-            else:
-                keep.append(values)
-        if keep:
-            self.pending.appendList(keep)
-            self.handle.registerTimer(ceil_div(min(r[self.ncols] for r in keep), 1000))
+            kind = KIND_UNTIMED if values[self.ncols] is None else KIND_LATE
+            out.append(self._rejected(values, kind, wm))
+        keep = table.filter(on_time)
+        if keep.num_rows:
+            first = int(pc.min(keep.column(US)).as_py())
+            self.pending.appendValue((first, _ipc(keep)))
+            self.handle.registerTimer(ceil_div(first, 1000))
         if out:
             yield self._frame(out)
 
@@ -227,25 +232,27 @@ class _MatchProcessor(StatefulProcessor):
                            expiredTimerInfo: ExpiredTimerInfo) -> Iterator[pd.DataFrame]:
         wm = timerValues.getCurrentWatermarkInMs()
         limit = wm * 1000
-        pending = list(self.pending.get()) if self.pending.exists() else []
-        ready = [r for r in pending if r[self.ncols] <= limit]
-        if ready:
-            rest = [r for r in pending if r[self.ncols] > limit]
-            if rest:
-                self.pending.put(rest)
-                self.handle.registerTimer(ceil_div(min(r[self.ncols] for r in rest), 1000))
-            else:
-                self.pending.clear()
+        chunks = [pa.ipc.open_stream(r[1]).read_all() for r in self.pending.get()] \
+            if self.pending.exists() else []
+        batch = None
+        if chunks:
+            pending = pa.concat_tables(chunks)
+            due = pc.less_equal(pending.column(US), limit)
+            ready, rest = pending.filter(due), pending.filter(pc.invert(due))
+            if ready.num_rows:
+                if rest.num_rows:
+                    first = int(pc.min(rest.column(US)).as_py())
+                    self.pending.put([(first, _ipc(rest))])
+                    self.handle.registerTimer(ceil_div(first, 1000))
+                else:
+                    self.pending.clear()
+                # (time, contents): a deterministic order for ties, whatever the arrival order
+                times = ready.column(US).to_pylist()
+                texts = [repr(tuple(r.values())) for r in ready.select(self.spec.columns).to_pylist()]
+                order = sorted(range(ready.num_rows), key=lambda i: (times[i], texts[i]))
+                batch = ready.take(pa.array(order, pa.int64())).select(self.spec.columns)
         value = self.state.get() if self.state.exists() else None
         state = PartitionState.from_bytes(value[0]) if value is not None else None
-        batch = None
-        if ready:
-            # (time, contents): a deterministic order for ties, whatever the arrival order
-            ready.sort(key=lambda r: (r[self.ncols], repr(r[: self.ncols])))
-            cols = list(zip(*ready, strict=True))
-            batch = pa.Table.from_arrays(
-                [pa.array(list(cols[j]), f.type) for j, f in enumerate(self.input_arrow)],
-                schema=self.input_arrow)
         result, state = self.engine.feed(state, batch, horizon=self._horizon(wm))
         self.state.update((state.to_bytes(),))
         deadline = self.engine.deadline(state)
@@ -280,6 +287,13 @@ class _MatchProcessor(StatefulProcessor):
 
     def _frame(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
         return pd.DataFrame(rows, columns=self.spec.out_columns, dtype=object)
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue().to_pybytes())
 
 
 def _json(text: str) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 MATCH_RECOGNIZE in batch: :func:`match_recognize` (a clause over a DataFrame) and
 :func:`sql` (a statement whose clauses run on kleene, the rest on Spark SQL), in
-:mod:`kleene.spark.recognize`.
+:mod:`kleene.spark.recognize`; in Structured Streaming: :func:`match_recognize_stream`
+and :func:`start_match_recognize_stream`, in :mod:`kleene.spark.recognize_stream`.
 
 Importing this package imports PySpark (and finds pandas), the optional extra
 ``kleene[spark]``; without them it raises
@@ -49,6 +50,10 @@ def __getattr__(name: str) -> Any:
         from kleene.spark.stream import detect_stream
 
         return detect_stream
+    if name in ("match_recognize_stream", "start_match_recognize_stream"):
+        from kleene.spark import recognize_stream
+
+        return getattr(recognize_stream, name)
     if name in ("match_recognize", "sql"):
         from kleene.spark import recognize as module
 
@@ -64,9 +69,11 @@ __all__ = [
     "ensure_importable",
     "local_session",
     "match_recognize",
+    "match_recognize_stream",
     "output_schema",
     "plan_for",
     "query_name",
     "sql",
+    "start_match_recognize_stream",
     "stop_session",
 ]

@@ -135,7 +135,7 @@ def stream_schema(
     )
 
 
-def _micros(column: str, typ: T.DataType, unit: str) -> Column:
+def event_micros(column: str, typ: T.DataType, unit: str) -> Column:
     """The event time in whole microseconds, computed the way the engine reads the column."""
     col = F.col(column)
     if isinstance(typ, T.TimestampType):
@@ -234,7 +234,7 @@ def detect_stream(
         out_columns=list(STREAM_FIELDS),
     )
     timed = streaming_df.withColumn(
-        US, _micros(time_column, input_schema[time_column].dataType, time_unit)
+        US, event_micros(time_column, input_schema[time_column].dataType, time_unit)
     )
     watermarked = timed.withColumn(ET, F.timestamp_micros(F.col(US))).withWatermark(ET, watermark)
     # Dropping the watermarked column keeps the global watermark (timers still
@@ -326,20 +326,26 @@ class _BatchWriter:
             df.unpersist()
 
     def _write(self, df: DataFrame, path: str) -> None:
-        if df.isEmpty():
-            return
-        if self.format == "parquet":
-            df.write.mode("overwrite").parquet(path)
-        elif self.format == "jsonl":
-            df.write.mode("overwrite").json(path)
-        else:
-            flat = [
-                F.to_json(F.col(f.name)).alias(f.name)
-                if isinstance(f.dataType, (T.ArrayType, T.StructType, T.MapType))
-                else F.col(f.name)
-                for f in df.schema.fields
-            ]
-            df.select(*flat).write.mode("overwrite").option("header", True).csv(path)
+        write_batch(df, path, self.format)
+
+
+def write_batch(df: DataFrame, path: str, output_format: str) -> None:
+    """Write one micro-batch's rows to ``path`` (overwritten: idempotent per batch id);
+    nothing for an empty batch.  In CSV the nested columns are JSON strings."""
+    if df.isEmpty():
+        return
+    if output_format == "parquet":
+        df.write.mode("overwrite").parquet(path)
+    elif output_format == "jsonl":
+        df.write.mode("overwrite").json(path)
+    else:
+        flat = [
+            F.to_json(F.col(f.name)).alias(f.name)
+            if isinstance(f.dataType, (T.ArrayType, T.StructType, T.MapType))
+            else F.col(f.name)
+            for f in df.schema.fields
+        ]
+        df.select(*flat).write.mode("overwrite").option("header", True).csv(path)
 
 
 # ------------------------------------------------------------ the executors
@@ -433,7 +439,7 @@ class _CerProcessor(StatefulProcessor):
         if keep:
             self.pending.appendList(keep)
             first = min(r[self.ncols] for r in keep)
-            self.handle.registerTimer(_ceil_div(first, 1000))
+            self.handle.registerTimer(ceil_div(first, 1000))
         if late:
             counters = self._counters()
             counters[3] += late
@@ -454,7 +460,7 @@ class _CerProcessor(StatefulProcessor):
             if rest:
                 self.pending.put(rest)
                 # Each arrival registered a timer for its earliest row only.
-                self.handle.registerTimer(_ceil_div(min(r[self.ncols] for r in rest), 1000))
+                self.handle.registerTimer(ceil_div(min(r[self.ncols] for r in rest), 1000))
             else:
                 self.pending.clear()
             out = self._release(key, ready)
@@ -506,7 +512,7 @@ class _CerProcessor(StatefulProcessor):
         self.counters.update((next_pos, mark, counters[2] + len(new), counters[3]))
         if isinstance(self.within, ast.DurationWindow):
             # When the watermark passes last + window, no future event reaches back here.
-            self.handle.registerTimer(_ceil_div(new[-1][n + 1] + self.within.nanos, 1_000_000))
+            self.handle.registerTimer(ceil_div(new[-1][n + 1] + self.within.nanos, 1_000_000))
         return out
 
     def _needed(self, row: tuple[Any, ...], last: tuple[Any, ...], next_pos: int) -> bool:
@@ -582,7 +588,7 @@ class _CerProcessor(StatefulProcessor):
         return pd.DataFrame(rows, columns=self.spec.out_columns)
 
 
-def _ceil_div(a: int, b: int) -> int:
+def ceil_div(a: int, b: int) -> int:
     return -(-int(a) // b)
 
 
@@ -600,9 +606,12 @@ def _json(text: str) -> dict[str, Any]:
 
 
 __all__ = [
+    "ceil_div",
     "check_streamable",
     "detect_stream",
+    "event_micros",
     "read_results",
     "start_stream",
     "stream_schema",
+    "write_batch",
 ]

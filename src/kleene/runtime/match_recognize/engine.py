@@ -32,16 +32,16 @@ from kleene.runtime.match_recognize.scan import MAX_REGISTERS, MAX_SEEN, SKIP_CO
 from kleene.runtime.match_recognize.summary import Layout, Summary
 from kleene.runtime.match_recognize.threads import Search, Stats
 
-__all__ = ["evaluate"]
+__all__ = ["Columns", "Lazy", "Run", "evaluate", "history_depth", "where"]
 
 
 def evaluate(mr: ast.MatchRecognize, table: pa.Table, stats: Stats | None = None) -> pa.Table:
     """Run one checked MATCH_RECOGNIZE clause over ``table`` (see the module docstring);
     ``stats`` collects counts of the work done."""
-    return _Run(mr, table, stats or Stats()).result()
+    return Run(mr, table, stats or Stats()).result()
 
 
-class _Run:
+class Run:
     def __init__(self, mr: ast.MatchRecognize, table: pa.Table, stats: Stats) -> None:
         self.mr = mr
         self.table = table
@@ -93,7 +93,7 @@ class _Run:
             name = self.column_of(self.mr.order_by[0].column)
             check_within(self.mr, name, self.table.schema.field(name).type)
 
-    def _within_keys(self, column: pa.ChunkedArray) -> list[Any]:
+    def within_keys(self, column: pa.ChunkedArray) -> list[Any]:
         w = self.mr.within
         assert w is not None
         kind = column.type
@@ -158,20 +158,20 @@ class _Run:
         lazy_layout = Layout(self.variables)
         lazy = {v: compile_expr(defines[v].condition, lazy_layout, self.column_of)
                 for v, bits in physical.items() if bits is None}
-        history = _history_depth(general.values())
+        history = history_depth(general.values())
         memo = (self.mr.within is None and history is None and not any(
             isinstance(x, ast.MatchNumber) for e in general.values() for x in sub_expressions(e)))
         program = compile_pattern(self.mr.pattern, self.labels)
         output = Output(self.mr, self.variables, self.column_of, self.labels)
         keys = None
         if self.mr.within is not None:
-            keys = self._within_keys(ordered.column(self.column_of(self.mr.order_by[0].column)))
+            keys = self.within_keys(ordered.column(self.column_of(self.mr.order_by[0].column)))
         fast = (not general and not lazy and self.mr.within is None
                 and program.registers <= MAX_REGISTERS)
         specs = plan(self.mr, self.variables, self.column_of, ordered.schema) if fast else None
         columnar = None if specs is None else Columnar(specs, self.labels, ordered)
         for lo, hi in zip(bounds, bounds[1:], strict=False):
-            cols = _Columns(ordered, lo, hi)
+            cols = Columns(ordered, lo, hi)
             ids = order[lo:hi].tolist()
             if fast:
                 ones = np.ones(hi - lo, dtype=bool)
@@ -183,16 +183,16 @@ class _Run:
             for var in self.labels:
                 if var in physical:
                     vector = physical[var]
-                    truth.append(vector[lo:hi].tolist() if vector is not None else _Lazy(
-                        var, lazy[var], lazy_layout, cols, hi - lo, ids, _where(defines[var])))
+                    truth.append(vector[lo:hi].tolist() if vector is not None else Lazy(
+                        var, lazy[var], lazy_layout, cols, hi - lo, ids, where(defines[var])))
                 else:
                     truth.append(None)
             window = None if keys is None else self._window(keys[lo:hi], ids)
             search = Search(program, hi - lo, truth, [compiled.get(v) for v in self.labels],
                             layout, cols, window, memo, ids.__getitem__, self.stats, history,
-                            [_where(defines.get(v)) for v in self.labels])
+                            [where(defines.get(v)) for v in self.labels])
             self._partition(search, output, cols, hi - lo, ids)
-        return self._table(output, columnar)
+        return self.table_of(output, columnar)
 
     def _window(self, keys: list[Any], ids: list[int]) -> Callable[[int, int], bool]:
         w = self.mr.within
@@ -207,7 +207,7 @@ class _Run:
             return bool(here - first < bound)
         return inside
 
-    def _partition(self, search: Search, output: Output, cols: _Columns, n: int,
+    def _partition(self, search: Search, output: Output, cols: Columns, n: int,
                    ids: list[int]) -> None:
         r, number = 0, 0
         covered = 0  # rows below this one lie in an earlier non-empty match
@@ -228,7 +228,7 @@ class _Run:
             covered = max(covered, path[-1][0] + 1)
             r = next_start(self.mr, self.variables, self.labels, path, r, number, at)
 
-    def _scan(self, program: Program, bits: list[np.ndarray], output: Output, cols: _Columns, n: int,
+    def _scan(self, program: Program, bits: list[np.ndarray], output: Output, cols: Columns, n: int,
               ids: list[int], columnar: tuple[Columnar, int, np.ndarray] | None) -> None:
         """The fast path: the partition's searches in one call (compiled when built)."""
         skip = self.mr.skip
@@ -276,7 +276,11 @@ class _Run:
             raise DataError(f"{what}: cannot skip to the first row of match {number} (the "
                             "search would start there again forever)", row=ids[start])
 
-    def _table(self, output: Output, columnar: Columnar | None) -> pa.Table:
+    def table_of(self, output: Output, columnar: Columnar | None,
+                 source: pa.Table | None = None) -> pa.Table:
+        """The result table: measures from ``output`` (or ``columnar``), the other columns
+        taken from ``source`` (default: the input) at ``output.rows``."""
+        source = self.table if source is None else source
         arrays = []
         index = pa.array(output.rows, type=pa.int64())
         values: dict[str, Any] = {
@@ -295,11 +299,11 @@ class _Run:
                     raise DataError(f"measure {name!r} mixes value types: {err}",
                                     column=name) from None
             else:
-                arrays.append(self.table.column(name).take(index))
+                arrays.append(source.column(name).take(index))
         return pa.Table.from_arrays(arrays, names=[n for n, _ in self.out_columns])
 
 
-class _Columns(dict[str, Sequence[Any]]):
+class Columns(dict[str, Sequence[Any]]):
     """The partition's columns as Python lists, converted on first use."""
 
     def __init__(self, table: pa.Table, lo: int, hi: int) -> None:
@@ -312,7 +316,7 @@ class _Columns(dict[str, Sequence[Any]]):
         return values
 
 
-class _Lazy:
+class Lazy:
     """A physical DEFINE evaluated per row in Python, on first use (errors only for rows
     the search tries, as in the reference)."""
 
@@ -343,7 +347,7 @@ class _Lazy:
         return value is True
 
 
-def _where(define: ast.Define | None) -> str:
+def where(define: ast.Define | None) -> str:
     """Where a DEFINE's condition is, as the reference names it in errors."""
     if define is None:
         return ""
@@ -351,7 +355,7 @@ def _where(define: ast.Define | None) -> str:
     return f"line {span.line}, column {span.column}"
 
 
-def _history_depth(conditions: Any) -> int | None:
+def history_depth(conditions: Any) -> int | None:
     """How far back DEFINEs read labels through PREV/NEXT(CLASSIFIER(..)): None (never),
     k + 1 for ``PREV(CLASSIFIER(), k)``, -1 (all) for a qualified CLASSIFIER."""
     depth: int | None = None

@@ -33,13 +33,34 @@ from kleene.language.errors import DataError
 from kleene.runtime.match_recognize.expressions import Compiled, Context
 from kleene.runtime.match_recognize.summary import Layout, Summary
 
-__all__ = ["Path", "Search", "Stats"]
+__all__ = ["Live", "Path", "Search", "Stats", "Thread"]
 
 Path = list[tuple[int, int, bool]]
 """A match: (partition row, label index, excluded) per row."""
 
 History = tuple[int, int, int, Any] | None
 """A thread's rows, newest first, as a linked list: (row, label index, excluded, rest)."""
+
+
+Thread = tuple[int, tuple[int, ...], History, Any]
+"""A live thread: (program counter, registers, history, summary or None)."""
+
+
+class Live:
+    """One search in progress (resumable: :meth:`Search.advance` steps it row by row):
+    its start, match number, next row, threads in preferment order, the match recorded
+    so far (``best``: [history] or empty) and, for the memo, the keys visited per row."""
+
+    __slots__ = ("best", "number", "pos", "start", "threads", "visited")
+
+    def __init__(self, start: int, number: int, pos: int, threads: list[Thread],
+                 best: list[Any], visited: dict[int, set[Any]]) -> None:
+        self.start, self.number, self.pos = start, number, pos
+        self.threads, self.best, self.visited = threads, best, visited
+
+    def match(self) -> Path | None:
+        """The answer so far: the match recorded, or None."""
+        return _path(self.best[0]) if self.best else None
 
 
 class Stats:
@@ -88,22 +109,34 @@ class Search:
         if self.memo:
             for row in [r for r in self.dead if r < start]:
                 del self.dead[row]
-        visited: dict[int, set[Any]] = {}
+        live = self.begin(start, number)
+        self.advance(live, self.n)
+        if not live.best and self.memo:
+            for row, keys in live.visited.items():
+                self.dead.setdefault(row, set()).update(keys)
+        return live.match()
+
+    def begin(self, start: int, number: int) -> Live:
+        """A search from ``start``, its threads waiting on the row ``start``."""
+        live = Live(start, number, start, [], [], {})
+        s0: Summary | None = None if self.layout is None else self.layout.empty()
+        seen = live.visited.setdefault(start, set())
+        self._closure(0, (-1,) * self.p.registers, None, s0, start, live.threads, seen, live.best)
+        return live
+
+    def advance(self, live: Live, end: int) -> bool:
+        """Step ``live`` over the rows up to ``end`` (excluded); True once it is decided (no
+        thread alive: ``live.best`` is the final answer whatever rows follow)."""
+        threads, start, number, pos = live.threads, live.start, live.number, live.pos
+        visited = live.visited
         layout = self.layout
-        s0: Summary | None = None if layout is None else layout.empty()
-        threads: list[tuple[int, tuple[int, ...], History, Summary | None]] = []
-        best: list[Any] = []
-        regs0 = (-1,) * self.p.registers
-        seen = visited.setdefault(start, set())
-        self._closure(0, regs0, None, s0, start, threads, seen, best)
-        pos = start
         a_, b_ = self.p.a, self.p.b
         stats = self.stats
-        while threads and pos < self.n:
+        while threads and pos < end:
             stats.steps += len(threads)
             if len(threads) > stats.max_threads:
                 stats.max_threads = len(threads)
-            following: list[tuple[int, tuple[int, ...], History, Summary | None]] = []
+            following: list[Thread] = []
             seen = visited.setdefault(pos + 1, set())
             for pc, regs, hist, s in threads:
                 li = a_[pc]
@@ -123,16 +156,14 @@ class Search:
                 if not ok:
                     continue
                 cell = (pos, li, b_[pc], hist)
-                if self._closure(pc + 1, regs, cell, new_s, pos + 1, following, seen, best):
+                if self._closure(pc + 1, regs, cell, new_s, pos + 1, following, seen, live.best):
                     break  # a match: the less preferred threads are cut
             threads = following
+            if not self.memo:
+                visited.clear()  # only the failing searches' memo reads them
             pos += 1
-        if not best and self.memo:
-            for row, keys in visited.items():
-                self.dead.setdefault(row, set()).update(keys)
-        if not best:
-            return None
-        return _path(best[0])
+        live.threads, live.pos = threads, pos
+        return not threads
 
     def _closure(self, pc: int, regs: tuple[int, ...], hist: History, s: Summary | None,
                  pos: int, out: list[Any], seen: set[Any], best: list[Any]) -> bool:

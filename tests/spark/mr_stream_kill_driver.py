@@ -1,0 +1,95 @@
+"""The driver process that tests/spark/test_spark_match_recognize_stream_kill.py kills with SIGKILL.
+
+``python mr_stream_kill_driver.py CONFIG.json`` starts its own local SparkSession (its own JVM
+and Python workers, in the process group the test created for it), runs the MATCH_RECOGNIZE
+clauses of the config one after the other with
+:func:`kleene.spark.recognize_stream.match_recognize_stream` and
+:func:`~kleene.spark.recognize_stream.start_match_recognize_stream` (``available_now``, one
+input file per micro-batch, one checkpoint per clause), and kills its whole process group with
+SIGKILL at the config's kill point, as a crash would (no shutdown hook, no flush).  The kill
+points are those of ``stream_kill_driver.py`` (CEQL): ``none``, ``before_write`` (the
+``batch``-th sink call starts: the stateful operator has not run), ``between_writes`` (matches
+written, late rows not: state committed, sink half written, commit log not), ``after_writes``
+(before the commit log), ``timer`` (``delay`` seconds after the first batch started: inside a
+task, a checkpoint, a state upload...).  The hooks wrap the sink in this process only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from kleene.spark import local_session
+from kleene.spark import recognize_stream as mrs
+
+SCHEMA = "id long, name string, price double, ts long"
+
+
+def _die() -> None:
+    sys.stderr.flush()
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def main(config_path: str) -> int:
+    with open(config_path) as f:
+        config = json.load(f)
+    kill: str = config["kill"]
+    state: dict[str, Any] = {"batches": 0, "timer": None, "between": False}
+    lock = threading.Lock()
+    writer_call = mrs._Writer.__call__
+    write = mrs.write_batch
+
+    def start_timer() -> None:
+        with lock:
+            if kill == "timer" and state["timer"] is None:
+                state["timer"] = threading.Timer(float(config["delay"]), _die)
+                state["timer"].daemon = True
+                state["timer"].start()
+
+    def hooked_call(self: Any, df: Any, batch_id: int) -> None:
+        start_timer()
+        with lock:
+            state["batches"] += 1
+            mine = state["batches"] == int(config.get("batch", -1))
+        if mine and kill == "before_write":
+            _die()
+        state["between"] = mine and kill == "between_writes"
+        writer_call(self, df, batch_id)
+        if mine and kill == "after_writes":
+            _die()
+
+    def hooked_write(df: Any, path: str, output_format: str) -> None:
+        write(df, path, output_format)
+        if state["between"] and "/out/" in path:
+            _die()
+
+    mrs._Writer.__call__ = hooked_call  # type: ignore[method-assign]
+    mrs.write_batch = hooked_write
+    spark = local_session(
+        "local[2]", app_name="kleene-mr-kill", quick_jit=True,
+        **{"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+    )
+    base = config["base"]
+    for name, clause in config["clauses"].items():
+        src = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(f"{base}/in")
+        res = mrs.match_recognize_stream(src, clause, watermark="10 seconds")
+        q = mrs.start_match_recognize_stream(
+            res, f"{base}/{name}/out", checkpoint=f"{base}/{name}/ck",
+            late_rows_path=f"{base}/{name}/late", available_now=True)
+        q.awaitTermination()
+        if q.exception() is not None:
+            print(q.exception(), file=sys.stderr)
+            return 1
+    print(f"done after {state['batches']} sink calls", file=sys.stderr)
+    time.sleep(0.1)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -26,7 +26,9 @@ from generators import STREAM_KEY, cases
 # drawn for NEXT and LAST (which keep one match per end: 25% before); the others 49-75%.
 @aimed("WITHIN", "PARTITION BY", "CONSUME BY", "LIMIT")
 @settings(
-    max_examples=600,  # 2,000 before the cases grew to 30-40 events (issue 16)
+    # 2,000 before the cases grew to 30-40 events (issue 16); 600 before the LIMIT cases got
+    # planted streams, which cost more (seed 1, side by side: 57.2 s CPU on main, 85.8 s at 600).
+    max_examples=400,
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )

@@ -66,18 +66,26 @@ def oracle(case: Case, stream_key: str | None = None) -> set[Any] | None:
 
 
 def check_against_oracle(
-    case: Case, stream_key: str | None = None, aim_at: list[str] | None = None, **tuning: Any
+    case: Case,
+    stream_key: str | None = None,
+    aim_at: list[str] | None = None,
+    compare: dict[str, ast.Query] | None = None,
+    **tuning: Any,
 ) -> None:
     """The engine's output is the oracle's.
 
     Also records, on the running :func:`aimed` test, whether one of ``aim_at`` (default: the
-    query's strategy, UNLESS, window, PARTITION BY, CONSUME BY, LIMIT) changed the result.
+    query's strategy, UNLESS, window, PARTITION BY, CONSUME BY, LIMIT) changed the result, and
+    for each ``compare`` entry (feature: the query without it, built by the test) whether the
+    oracle's result on that query differs.
     """
     query, events, times = case
     expected = oracle(case, stream_key)
     if expected is None:
         return
     measure_feature(case, expected, features_of(query) if aim_at is None else aim_at, stream_key)
+    for feature, other in (compare or {}).items():
+        measure_variant(case, expected, feature, other, stream_key)
     if aim_at is None and query.limit is not None:
             ends = Counter(end for _, end, _ in expected)
             feature_changed("LIMIT", any(n > query.limit for n in ends.values()))
@@ -382,6 +390,22 @@ def measure_feature(
         tally.record(feature, other != expected)
         return
     tally.unmeasured[feature] += 1
+
+
+def measure_variant(
+    case: Case, expected: set[Any], feature: str, other: ast.Query, stream_key: str | None = None
+) -> None:
+    """Record whether ``other`` (the case's query without ``feature``) gives another result on
+    the oracle (unmeasured when it is too large for the brute force)."""
+    tally = aim()
+    if tally is None:
+        return
+    try:
+        got = evaluate(other, case[1], times=case[2], budget=MEASURE_BUDGET, stream_key=stream_key)
+    except OracleBudgetExceeded:
+        tally.unmeasured[feature] += 1
+        return
+    tally.record(feature, got != expected)
 
 
 MEASURE_BUDGET = 50_000

@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -139,15 +140,19 @@ def test_cli_runs_the_flights_query_on_a_csv_without_a_type_column(tmp_path: Pat
 # ------------------------------------------------------- against the oracle
 
 
-def _with_wildcard(p: ast.Pattern, k: int) -> tuple[ast.Pattern, int]:
-    """``p`` with its ``k``-th event type (counting from 0, wrapping) replaced by ``_``."""
+def _with_wildcard(p: ast.Pattern, k: int, bind: bool = False) -> tuple[ast.Pattern, int]:
+    """``p`` with its ``k``-th event type (counting from 0) replaced by ``_`` (``bind``: by
+    ``_ AS T``, which keeps the variable ``T`` that a FILTER or SELECT may name)."""
     count = 0
 
     def walk(node: ast.Pattern) -> ast.Pattern:
         nonlocal count
         if isinstance(node, ast.EventType):
             count += 1
-            return ast.EventType("_", node.stream) if count - 1 == k else node
+            if count - 1 != k:
+                return node
+            wild = ast.EventType("_", node.stream)
+            return ast.As(wild, node.name) if bind else wild
         if isinstance(node, ast.NotEvent):
             return node
         changes = {c: walk(getattr(node, c)) for c in ("pattern", "left", "right") if hasattr(node, c)}
@@ -165,28 +170,31 @@ def _valid(q: ast.Query) -> bool:
     return True
 
 
-# A third of the drawn queries name every one of their types in a FILTER or SELECT (types are
-# variables too), so no type can become `_`: 50 of 150 at the last run, counted and printed;
-# more than 45% fails.  (Before, these cases passed silently.)
-@aimed(most_skipped=0.45)
+WILDCARD_CASES = cases(max_depth=3, full_cel=frozenset({"not", "star", "repeat", "STRICT", "NEXT", "MAX"})).filter(
+    lambda case: _with_wildcard(case[0].where, -1)[1] > 0
+)
+"""Queries with an event type to replace (a pattern of NOT(...) alone has none: 11 of 150 were
+drawn and skipped before the generator left them out)."""
+
+
+# The share asserted is the wildcard's own: the oracle's result with `_` against the same query
+# with the type back in its place.  A type that a FILTER or SELECT names becomes `_ AS T` (the
+# variable stays bound, so the query stays well-formed); before, such a type was skipped, and a
+# third of the drawn queries (50 of 150) named every type they used, so were skipped.
+@aimed("wildcard")
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(cases(max_depth=3, full_cel=frozenset({"not", "star", "repeat", "STRICT", "NEXT", "MAX"})), st.integers(0, 5))
+@given(WILDCARD_CASES, st.integers(0, 5))
 def test_engine_equals_oracle_with_a_wildcard(case: Any, k: int) -> None:
     query, events, times = case
-    n = _with_wildcard(query.where, -1)[1]  # how many event types there are
-    if n == 0:
-        skip_case("no event type to replace")
-        return
-    for i in range(n):  # the k-th type, else the next one a FILTER or SELECT does not name
-        where, _ = _with_wildcard(query.where, (k + i) % n)
-        q = ast.Query(query.select, query.streams, where, query.partition_by, query.within, query.consume, query.limit)
-        if _valid(q):
-            check_against_oracle((q, events, times))
-            return
-    skip_case("every type is filtered or selected by its name")
+    n = _with_wildcard(query.where, -1)[1]  # how many event types there are (WILDCARD_CASES: some)
+    where, _ = _with_wildcard(query.where, k % n)
+    q = replace(query, where=where)
+    if not _valid(q):  # the replaced type is named by a FILTER or SELECT: bind it
+        q = replace(query, where=_with_wildcard(query.where, k % n, bind=True)[0])
+    check_against_oracle((q, events, times), aim_at=[], compare={"wildcard": query})
 
 
-@aimed()
+@aimed("conditions")
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(condition_patterns(2), streams(max_size=9, min_size=4))
 def test_register_engine_equals_oracle_with_a_wildcard(inner: ast.Pattern, stream: Any) -> None:
@@ -238,9 +246,9 @@ def test_wildcard_of_each_stream_against_the_oracle() -> None:
         "SELECT * WHERE (_ AS a ; (B AS b)? ; _ AS c) FILTER c[v > a.v] WITHIN 6 EVENTS",
     ],
 )
-@aimed()
+@aimed("WITHIN")  # 15-17 of 40 (38-42%) per query and runtime on 0-12 events; 8-12 now
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(stream=streams(max_size=12))
+@given(stream=streams(max_size=12, min_size=8))
 def test_every_register_runtime_with_a_wildcard(runtime: str, text: str, stream: Any) -> None:
     """The pair join, the windowed runtime and plain runs all read `_` as any event."""
     events, times = stream

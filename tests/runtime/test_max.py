@@ -48,10 +48,12 @@ def test_the_maximal_evaluator_is_used() -> None:
     assert isinstance(session.engine.single, maximal.MaxEvaluator)
 
 
-@aimed("MAX", least=1 / 4)  # 114 of 300 (38%) at the last run: a third would fail now and then
+# The stream is drawn from the query (planted matches): MAX has nested matches to choose from
+# (on random streams MAX changed 33-38% of the cases, floored at a quarter before).
+@aimed("MAX")
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))  # 300 on shorter streams
 @given(
-    cases(full_cel=SUPPORTED_CEL, strategy="MAX"),
+    cases(full_cel=SUPPORTED_CEL, strategy="MAX", planted=True),
     st.one_of(
         st.integers(0, 8).map(ast.EventsWindow),
         st.integers(0, 10).map(lambda n: ast.DurationWindow(n * SEC)),

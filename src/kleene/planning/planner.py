@@ -220,13 +220,12 @@ def choose_engine(query: ast.Query) -> tuple[str, str]:
             "algorithm, constant time per event and output-linear enumeration"
         )
     _, atom = found
-    moved = [
+    written, placed = list(nary_filters(where)), list(nary_filters(on_later_variables(where)))
+    moved = [  # said only when the rewrite kept every condition (it may fold some away)
         f"{filter_to_ceql(a)} as {filter_to_ceql(b)}"
-        for (_, a), (_, b) in zip(
-            nary_filters(where), nary_filters(on_later_variables(where)), strict=True
-        )
+        for (_, a), (_, b) in zip(written, placed, strict=False)
         if a.var != b.var
-    ]
+    ] if len(written) == len(placed) else []
     evaluated = (
         "; evaluated on the variable bound last: " + ", ".join(moved) if moved else ""
     )

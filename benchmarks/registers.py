@@ -66,9 +66,14 @@ PAIR = (
 )
 MEMORY = 3_000_000_000
 """Address space of a row's child process (bytes)."""
-CHUNK = 256
-"""Rows per batch handed to the engine: the complex events of a batch are held in columns
-until the batch is done, and at w = 10,000 one event of ``seq3`` completes ~50,000 of them."""
+def chunk(query: str) -> int:
+    """Rows per batch handed to the engine: the complex events of a batch are held in columns
+    until the batch is done, and at w = 10,000 one event of ``seq3`` completes ~50,000 of them;
+    small batches cost time per batch, so they shrink only with the window."""
+    for w, rows in ((10_000, 256), (1000, 4096)):
+        if f"WITHIN {w} EVENTS" in query:
+            return rows
+    return 65536
 MAX_MATCHES = 50_000_000
 """Complex events one event may complete (the default, 1,000,000, stops seq6 at w = 1,000)."""
 RISING = (
@@ -117,14 +122,15 @@ def run_row(query: str, path: Path, runtime: str, budget: float, check: int) -> 
     if runtime != "auto" and compiled.register_runtime is not None:
         compiled = compiled.tuned(register_runtime=runtime)
     seen = [0]
+    rows = chunk(query)
     cpu0, wall0 = time.process_time(), time.perf_counter()
 
     def batches():  # type: ignore[no-untyped-def]
         for batch in read_batches(path):
-            for i in range(0, batch.num_rows, CHUNK):
+            for i in range(0, batch.num_rows, rows):
                 if time.process_time() - cpu0 > budget:
                     return
-                piece = batch.slice(i, CHUNK)
+                piece = batch.slice(i, rows)
                 seen[0] += piece.num_rows
                 yield piece
 

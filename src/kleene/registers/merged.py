@@ -121,7 +121,7 @@ class MergedEngine(RegisterEngine):
         srt = self.srt
         labelled, gaps, finals, dead = srt.labelled, srt.gaps, srt.finals, srt.dead
         latest = self.latest
-        arriving: dict[Handle, dict[tuple[int, int], Node]] = {}
+        arriving: dict[Handle, list[Node]] = {}
         found: list[Node] = []
         event: tuple[Any, ...] | None = None
         built = 0
@@ -153,7 +153,12 @@ class MergedEngine(RegisterEngine):
                 node = (OUTPUT, node[1], ~pos if t.hidden else pos, node)
                 built += 1
             if not dead[t.target]:
-                arriving.setdefault((t.target, regs), {})[_ident(node)] = node
+                handle = (t.target, regs)
+                nodes = arriving.get(handle)
+                if nodes is None:
+                    arriving[handle] = [node]
+                else:
+                    nodes.append(node)
             if t.target in finals:
                 found.append(node)
 
@@ -200,19 +205,25 @@ class MergedEngine(RegisterEngine):
             self._sever_at = len(self.created) + SEVER_EVERY
         return found
 
-    def _arrive(self, key: Hashable, arriving: dict[Handle, dict[tuple[int, int], Node]]) -> None:
-        """Merge the runs that reached each ``(state, registers)`` this event, and keep them."""
+    def _arrive(self, key: Hashable, arriving: dict[Handle, list[Node]]) -> None:
+        """Merge the runs that reached each ``(state, registers)`` this event, and keep them.
+
+        One run taking two transitions to the same handle (the same output node, or output
+        nodes of one position over the same node) arrives once.
+        """
         park, created = self.park, self.created
         moving: dict[Handle, Node] | None = None
         for handle, nodes in arriving.items():
+            if len(nodes) > 1:
+                nodes = list({_ident(n): n for n in nodes}.values())
             if park[handle[0]]:
-                self._park_node(key, handle, list(nodes.values()))
+                self._park_node(key, handle, nodes)
                 continue
             if moving is None:
                 moving = self.moving.setdefault(key, {})
             self.merged += len(nodes) - 1
             before = len(created)
-            moving[handle] = join(list(nodes.values()), created)
+            moving[handle] = join(nodes, created)
             self.nodes += len(created) - before
             self.live += 1
 
@@ -279,12 +290,12 @@ class MergedEngine(RegisterEngine):
 
     def adopt(self, key: Hashable, runs: dict[Run, None]) -> None:
         """Take over plain runs (each becomes a chain of output nodes over its start)."""
-        arriving: dict[Handle, dict[tuple[int, int], Node]] = {}
+        arriving: dict[Handle, list[Node]] = {}
         for state, regs, start, stime, marked in runs:
             node: Node = (BOTTOM, stime, start)
             for p in marked:
                 node = (OUTPUT, stime, p, node)
-            arriving.setdefault((state, regs), {})[_ident(node)] = node
+            arriving.setdefault((state, regs), []).append(node)
         self._arrive(key, arriving)
 
     def _emit(self, found: list[Any], end: int, key: Hashable, out: FoundSink) -> None:

@@ -74,8 +74,10 @@ def chunk(query: str) -> int:
         if f"WITHIN {w} EVENTS" in query:
             return rows
     return 65536
-MAX_MATCHES = 50_000_000
-"""Complex events one event may complete (the default, 1,000,000, stops seq6 at w = 1,000)."""
+MAX_MATCHES = 2_000_000
+"""Complex events one event may complete (default 1,000,000): past it the row stops with the
+limit's message (seq6 at w = 1,000: one event completes tens of millions), which says that the
+output, not the runs, is what does not fit."""
 RISING = (
     "SELECT * FROM S WHERE SELL as s; (BUY OR SELL):+ as t "
     "FILTER s[price > 150] AND t[price > prev(t).price AND price > s.price] "

@@ -201,7 +201,8 @@ class MergedEngine(RegisterEngine):
         if self.live > self._look_at:
             self._look(pos)
         if len(self.created) > self._sever_at:
-            self.created = tecs.sever(self.created, tau)
+            # Without a window nothing leaves it: forget the list (it would hold dead runs' nodes).
+            self.created = [] if self.window is None else tecs.sever(self.created, tau)
             self._sever_at = len(self.created) + SEVER_EVERY
         return found
 

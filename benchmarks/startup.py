@@ -17,6 +17,14 @@ kleene's parser cache, as any run after a user's first one finds them):
   (``benchmarks.workloads.CORE_ISSUE["C2"]``) over N synthetic stock events
   (``benchmarks.datasets.synthetic``), complex events as JSON Lines with their events.
 
+``--pair [--against OTHER_KLEENE]`` (issue 18) times instead the pair query
+``SELL as a; BUY as b FILTER a[price > 100] AND b[price < a.price] WITHIN 10 EVENTS`` through
+``kleene run`` on one row (the start-up) and on ``--pair-events`` events (default 100,000),
+CSV in, JSON Lines out, next to the same commands of another installation (``--against``,
+e.g. ``/work/main/.venv/bin/kleene``), alternating in the same loop (``--runs`` rounds, default
+5 here); both outputs must hold the same complex events.  Reported: median wall and CPU
+seconds and events per wall second, process start to exit.
+
 ``kleene`` is the installed script next to the running interpreter
 (``Path(sys.executable).parent / "kleene"``): run this with ``.venv/bin/python``.  Reported per
 command: median, min and max wall seconds, and the median CPU seconds (user + system) of the
@@ -118,7 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "startup", help="scratch directory")
+    parser.add_argument("--pair", action="store_true", help="time the pair query of issue 18 instead")
+    parser.add_argument("--pair-events", type=int, default=100_000, help="events of the pair run (default 100,000)")
+    parser.add_argument("--against", type=Path, help="another installation's kleene script, timed side by side")
     args = parser.parse_args(argv)
+    if args.pair:
+        return pair(args)
     if not KLEENE.exists():
         print(f"{KLEENE} is missing: run this with the project's .venv/bin/python", file=sys.stderr)
         return 2
@@ -154,6 +167,57 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {label} | {ces} | {t.cell()} | {statistics.median(t.cpu):.3f} |")
     print(f"\nC2 = `{query}`; kleene = `{KLEENE}`; data = `{full}`; "
           "output: JSON Lines with the events, to a file")
+    return 0
+
+
+PAIR = (
+    "SELECT * FROM S WHERE SELL as a; BUY as b "
+    "FILTER a[price > 100] AND b[price < a.price] WITHIN 10 EVENTS"
+)
+"""Issue 18's pair query (``benchmarks.registers.PAIR``)."""
+
+
+def pair(args: argparse.Namespace) -> int:
+    """The pair query through ``kleene run``, this installation and ``--against``, alternating."""
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    full = csv_file(args.pair_events, args.seed)
+    one = out / "one.csv"
+    pacsv.write_csv(datasets.synthetic(1, args.seed), one)
+    scripts = {"this checkout": KLEENE}
+    if args.against is not None:
+        scripts[f"`{args.against}`"] = args.against
+    # Python's bytecode cache written and read, as for a user (not a read-only install).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    runs = args.runs if args.runs != 10 else 5
+    rows = [(name, script, source, n) for source, n in ((one, 1), (full, args.pair_events))
+            for name, script in scripts.items()]
+    timings = {(name, n): Timings() for name, _, _, n in rows}
+    found: dict[tuple[str, int], bytes] = {}
+    print(f"# pair query, {runs} timed rounds after {args.warmup} untimed, alternating; {context()}", flush=True)
+    for r in range(args.warmup + runs):
+        for name, script, source, n in rows:
+            output = out / f"pair-{len(found)}.jsonl"
+            cmd = [str(script), "run", PAIR, "--input", str(source), "--output", str(output)]
+            wall, cpu = run_process(cmd, cwd=out, log=out / "log.txt", env=env)
+            if r == 0:
+                found[(name, n)] = output.read_bytes()
+            if r >= args.warmup:
+                timings[(name, n)].add(wall, cpu)
+    for n in (1, args.pair_events):
+        outputs = {found[(name, n)] for name in scripts}
+        if len(outputs) != 1:
+            print(f"the installations' outputs differ on {n:,} events", file=sys.stderr)
+            return 1
+    print(f"\n{runs} runs each, every one a fresh process; {context()}\n")
+    print("| `kleene run` of the pair query | events | complex events | wall s, median (min-max) "
+          "| CPU s, median | events / wall s |")
+    print("|---|---:|---:|---|---:|---:|")
+    for name, _, _, n in rows:
+        t = timings[(name, n)]
+        complex_events = found[(name, n)].count(b"\n")
+        rate = f"{n / t.median:,.0f}" if n > 1 else "-"
+        print(f"| {name} | {n:,} | {complex_events:,} | {t.cell()} | {statistics.median(t.cpu):.3f} | {rate} |")
     return 0
 
 

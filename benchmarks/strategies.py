@@ -25,6 +25,12 @@ that of the update and the selection.  A NEXT or MAX match on the iteration stil
 memory as Arrow batches of 65,536), the median of ``--runs``; ``--budget`` CPU seconds bounds a
 run (it stops after the batch that crosses it; the table marks such rows "prefix").
 
+**Each row both ways.**  *Listed*: the complex events as ``Match`` objects with their positions
+(what ``kleene run`` writes, less the events' data).  *Counted*: the same session in count-only
+mode (``Session.count_only``, what ``Query.count`` and ``kleene run --count`` use), where the
+engine adds to a number instead of building complex events.  The two counts must be equal (the
+script stops otherwise), as must, on the check prefix, the count and ALL-then-filter.
+
 **Counts checked against ALL-then-filter.**  Before timing, on the first ``--check-events``
 events and at windows where ALL can list every match (``CHECK_WINDOWS``), the script runs ALL
 without LIMIT, groups its complex events by end, keeps those the strategy's definition keeps
@@ -77,9 +83,13 @@ def query(strategy: str, pattern: str, window: int, limit: int | None) -> str:
     )
 
 
-def run_once(text: str, batches: list[pa.RecordBatch], budget: float) -> tuple[int, int, int, int, float]:
-    """Complex events, their positions in all, events stepped, events read, CPU seconds."""
+def run_once(
+    text: str, batches: list[pa.RecordBatch], budget: float, counting: bool = False
+) -> tuple[int, int, int, int, float]:
+    """Complex events, their positions in all (0 when counted), events stepped, events read,
+    CPU seconds.  ``counting``: the session only counts (``Session.count_only``)."""
     session = kleene.compile(text).session()
+    counts = session.count_only() if counting else []
     found = size = read = 0
     seconds = 0.0
     for batch in batches:
@@ -91,6 +101,8 @@ def run_once(text: str, batches: list[pa.RecordBatch], budget: float) -> tuple[i
         read += batch.num_rows
         if seconds > budget:
             break
+    if counting:
+        found = counts[0].n
     return found, size, session.engine.steps, read, seconds
 
 
@@ -122,6 +134,12 @@ def check(table: pa.Table, pattern: str, strategies: list[str]) -> None:
                 for m in select_matches(ast_strategy, group, range(table.num_rows))
             }
             got = complex_events(query(strategy, pattern, window, None), table)
+            counted = kleene.compile(query(strategy, pattern, window, None)).count(table)
+            if counted != len(expected):
+                raise SystemExit(
+                    f"{strategy} on {pattern} at w={window}: counted {counted:,} complex events, "
+                    f"ALL-then-filter {len(expected):,}"
+                )
             if got != expected:
                 raise SystemExit(
                     f"{strategy} on {pattern} at w={window}: {len(got):,} complex events, "
@@ -132,7 +150,7 @@ def check(table: pa.Table, pattern: str, strategies: list[str]) -> None:
         print(
             f"check, first {table.num_rows:,} events, {pattern}, w={window}: "
             + ", ".join(line)
-            + " (each equal to ALL-then-filter)"
+            + " (each equal to ALL-then-filter, listed and counted)"
         )
 
 
@@ -157,27 +175,37 @@ def main() -> None:
             f"\n**Pattern** `{PATTERNS[pattern]}`, a[price > 150], c[price < 50], LIMIT {args.limit}, "
             f"{args.events:,} events, CPU time, median of {args.runs}\n"
         )
-        print("| strategy | window | events read | complex events | their positions | events stepped | median CPU s | events/s |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print(
+            "| strategy | window | events stepped | listed: events read | complex events | their "
+            "positions | median CPU s | events/s | counted: events read | complex events | median "
+            "CPU s | events/s |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         counts: dict[int, dict[str, int]] = defaultdict(dict)
         for strategy in args.strategies:
             for window in args.windows:
                 text = query(strategy, pattern, window, args.limit)
-                runs = [run_once(text, batches, args.budget) for _ in range(args.runs)]
-                rate = statistics.median(r[3] / max(r[4], 1e-9) for r in runs)
-                seconds = statistics.median(r[4] for r in runs)
-                found, size, stepped, read, _ = runs[0]
-                prefix = "" if read == args.events else " (prefix)"
-                if not prefix:
-                    counts[window][strategy] = found
-                print(
-                    f"| {strategy} | {window:,} | {read:,}{prefix} | {found:,} | {size:,} | {stepped:,} | "
-                    f"{seconds:.2f} | {rate:,.0f} |",
-                    flush=True,
-                )
+                cells = []
+                for counting in (False, True):
+                    runs = [run_once(text, batches, args.budget, counting) for _ in range(args.runs)]
+                    rate = statistics.median(r[3] / max(r[4], 1e-9) for r in runs)
+                    seconds = statistics.median(r[4] for r in runs)
+                    found, size, stepped, read, _ = runs[0]
+                    prefix = "" if read == args.events else " (prefix)"
+                    if not prefix:
+                        listed = counts[window].get((strategy, "listed"))
+                        if counting and listed is not None and listed != found:
+                            raise SystemExit(
+                                f"{strategy} at w={window}: counted {found:,}, listed {listed:,} "
+                                "complex events"
+                            )
+                        counts[window][strategy, "counted" if counting else "listed"] = found
+                    positions = "" if counting else f" {size:,} |"
+                    cells.append(f" {read:,}{prefix} | {found:,} |{positions} {seconds:.2f} | {rate:,.0f} |")
+                print(f"| {strategy} | {window:,} | {stepped:,} |" + "".join(cells), flush=True)
         if args.limit == 1:
             for window, by in counts.items():
-                same = {s: n for s, n in by.items() if s in ("ALL", "NEXT", "LAST", "MAX")}
+                same = {f"{s} {how}": n for (s, how), n in by.items() if s in ("ALL", "NEXT", "LAST", "MAX")}
                 if len(set(same.values())) > 1:
                     raise SystemExit(f"w={window}: one complex event per end, yet counts differ: {same}")
                 print(f"\nw={window:,}: {', '.join(f'{s} {n:,}' for s, n in same.items())} complex events (equal: one per end with a match)")

@@ -313,6 +313,8 @@ def _true_filter(cond: ast.FilterExpr) -> ast.FilterExpr:
 def _strip(p: ast.Pattern, feature: str) -> ast.Pattern:
     if feature == "UNLESS" and isinstance(p, ast.Unless):
         return p.left
+    if feature == "nested selector" and isinstance(p, ast.Selector):
+        return p.pattern
     if feature == "conditions" and isinstance(p, ast.Filter):
         return replace(p, condition=_true_filter(p.condition))
     return p
@@ -350,7 +352,7 @@ def without(query: ast.Query, feature: str) -> ast.Query:
         return replace(query, partition_by=())
     if feature == "CONSUME BY":
         return replace(query, consume="NONE")
-    if feature in ("UNLESS", "conditions"):
+    if feature in ("UNLESS", "conditions", "nested selector"):
         return replace(query, where=_map_patterns(query.where, lambda p: _strip(p, feature)))
     raise ValueError(f"unknown feature {feature!r}")
 

@@ -2,7 +2,7 @@
 
 import sys
 
-from kleene.cli import main
+from kleene.console import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -21,7 +21,6 @@ from kleene.evaluable import Evaluable
 from kleene.language import ast
 from kleene.language.checks import check
 from kleene.language.errors import QueryError
-from kleene.language.parser import parse
 from kleene.language.schema import Schema
 from kleene.options import InputOptions, OptionKeywords
 from kleene.planning import Plan, plan_query
@@ -57,6 +56,8 @@ def compile(  # noqa: A001 - the natural name, as re.compile
     docs/semantics.md, "Several streams").  A text with several queries is
     compiled with :func:`kleene.compile_many`.
     """
+    from kleene.language.parser import parse  # lark: not for `kleene run` (query_cache)
+
     options = InputOptions.given(options, **keywords)
     program = parse(query)
     if len(program.queries) > 1:
@@ -193,6 +194,17 @@ class Query(Evaluable):
     def session(self) -> Session:
         """A fresh evaluation state, fed batch by batch with :meth:`Session.feed`."""
         return Session(self.plan)
+
+    def count(self, source: Any) -> int:
+        """How many complex events :meth:`run` would give on ``source``, without listing them.
+
+        The same number as ``len(list(q.run(source)))`` (same LIMIT, strategy, window,
+        partitions, bad-row policy), read like :meth:`matches` (a file only for
+        :attr:`columns`).  The engine counts without building complex events where it can:
+        under NEXT and LAST, and under any strategy with ``LIMIT 1``, in O(1) per event that
+        ends a match; under ALL by counting paths in the tECS (docs/semantics.md, "Counting").
+        """
+        return self.counts(source)[0]
 
     def tuned(self, **changes: Any) -> Query:
         """The same query, planned with other :class:`~kleene.planning.Tuning` (same results).

@@ -27,6 +27,7 @@ from kleene.language.errors import KleeneError, UnseenNameWarning
 from kleene.options import InputOptions
 from kleene.planning.plan import Plan
 from kleene.results import ComplexEvent, Match, MatchBatch, QueryMatch
+from kleene.runtime.enumeration import Count
 from kleene.seen import NameWatch
 from kleene.session import OrderedFeed
 
@@ -91,6 +92,19 @@ class Evaluable:
         each batch can gather its events' data (``to_arrow()``, JSON Lines).
         """
         yield from self._whole(source, events=events, columnar=True)
+
+    def counts(self, source: Any, *, sinks: list[Count] | None = None) -> list[int]:
+        """How many complex events each query gives on ``source``, in query order (``count``).
+
+        A fresh session in count-only mode (:meth:`OrderedFeed.count_only`): the engines add
+        to one count per query instead of listing complex events; warnings, strict types and
+        bad rows as in :meth:`matches`.  ``sinks`` (a list) gets the Counts as the run starts,
+        for whoever wants to read them during the run (``kleene run --count``'s progress bar).
+        """
+        counts: list[Count] = [] if sinks is None else sinks
+        for _ in self._whole(source, events=False, counting=counts):
+            pass
+        return [c.n for c in counts]
 
     def run_arrow(self, source: Any, *, events: bool = True) -> Iterator[pa.RecordBatch]:
         """The complex events as Arrow record batches (see :meth:`MatchBatch.to_arrow`)."""
@@ -180,7 +194,8 @@ class Evaluable:
             self.check_names(batches)
 
     def _whole(
-        self, source: Any, *, events: bool, columnar: bool = False, lean: bool = False
+        self, source: Any, *, events: bool, columnar: bool = False, lean: bool = False,
+        counting: list[Count] | None = None,
     ) -> Iterator[Any]:
         """A whole source through a fresh session (see :meth:`OrderedFeed.feed_all`).
 
@@ -188,10 +203,13 @@ class Evaluable:
         held is an :class:`~kleene.UnseenNameWarning` (a typo otherwise gives
         only silence).  ``lean``: read only the query's columns of a file even
         with ``events`` (when the events are kept for their times only).
+        ``counting``: the session only counts, into the Counts appended to this list.
         """
         self._check_file_names(source)
         session = self.session()
         self._last_session = session
+        if counting is not None:
+            counting.extend(session.count_only())
         columns = pushdown(self.columns, self.options.policy_mode, events=events and not lean)
         batches = to_batches(source, columns, null_values=self.options.null_values)
         yield from session.feed_all(batches, with_events=events, columnar=columnar)

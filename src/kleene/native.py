@@ -2,7 +2,7 @@
 
 A few inner loops, where profiling showed the interpreter itself to be the cost, have a Cython
 twin built by ``setup.py`` at install time (``kleene.runtime._step``: Algorithm 1's step;
-``kleene.runtime._loop``: the engine's per-event loop around it; ``kleene.runtime._walk``: the tECS walk; ``kleene.runtime._last``: LAST's selection; ``kleene.io._jsonl``: the layout of JSON Lines;
+``kleene.runtime._loop``: the engine's per-event loop around it; ``kleene.runtime._walk``: the tECS walk; ``kleene.runtime._last``: LAST's selection; ``kleene.runtime._nxt``: reading NEXT's match; ``kleene.io._jsonl``: the layout of JSON Lines;
 ``kleene.runtime._mr_scan``: MATCH_RECOGNIZE's fast-path search).  Each
 twin does exactly what its pure-Python original does, and the original stays the readable
 reference: the tests run both and compare them.  When a twin was not built (no C compiler where kleene was
@@ -23,6 +23,7 @@ TWINS = (
     "kleene.runtime._loop",
     "kleene.runtime._walk",
     "kleene.runtime._last",
+    "kleene.runtime._nxt",
     "kleene.io._jsonl",
     "kleene.runtime._mr_scan",
 )

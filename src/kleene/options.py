@@ -18,7 +18,6 @@ from typing import Any, TypedDict
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.reorder import ReorderBuffer
 from kleene.language.errors import KleeneError
-from kleene.language.parser import parse_duration
 from kleene.limits import Limits
 
 
@@ -92,6 +91,8 @@ class InputOptions:
         if self.max_delay is not None:
             if self.time_column is None:
                 raise KleeneError("max_delay reorders events by time: pass time_column too")
+            from kleene.language.parser import parse_duration  # lark: only with a delay
+
             parse_duration(self.max_delay)  # a bad duration is reported here, once
         if self.sort:
             if self.time_column is None:
@@ -133,7 +134,11 @@ class InputOptions:
     @property
     def delay_nanos(self) -> int | None:
         """``max_delay`` in nanoseconds (None: input must be in time order)."""
-        return None if self.max_delay is None else parse_duration(self.max_delay)
+        if self.max_delay is None:
+            return None
+        from kleene.language.parser import parse_duration  # lark: only with a delay
+
+        return parse_duration(self.max_delay)
 
     def reorder_buffer(self) -> ReorderBuffer | None:
         """A fresh buffer for bounded disorder or for sorting the whole input, or None when

@@ -41,13 +41,14 @@ import pyarrow as pa
 from kleene.api import Query, compile_parsed
 from kleene.evaluable import Evaluable
 from kleene.language.errors import KleeneError, QueryError
-from kleene.language.parser import name_span, parse
+from kleene.language.names import name_span
 from kleene.language.schema import Schema
 from kleene.options import InputOptions, OptionKeywords
 from kleene.planning import Plan
 from kleene.predicates.conform import Requirement, conform
 from kleene.predicates.shared import SharedPredicates
 from kleene.results import MatchBatch
+from kleene.runtime.enumeration import Count
 from kleene.seen import NameWatch
 from kleene.session import OrderedFeed, Session
 
@@ -82,6 +83,8 @@ def compile_many(
         texts = [(str(k), v) for k, v in queries.items()]
     else:
         texts = [(None, t) if isinstance(t, str) else t for t in queries]
+    from kleene.language.parser import parse  # lark: not for `kleene run` of one query
+
     options = InputOptions.given(options, **keywords)
     compiled: list[Query] = []
     names: list[str] = []
@@ -168,6 +171,15 @@ class QuerySet(Evaluable):
         """A fresh evaluation state for all the queries."""
         return QuerySetSession(self)
 
+    def count(self, source: Any) -> dict[str, int]:
+        """How many complex events each query gives on ``source``, by query name.
+
+        Exactly as many as :meth:`run` lists for that query (same LIMIT, strategies, windows,
+        partitions), counted without building them where the engine can
+        (:meth:`kleene.Query.count`).
+        """
+        return dict(zip(self.names, self.counts(source), strict=True))
+
 
 class QuerySetSession(OrderedFeed):
     """The evaluation state of a :class:`QuerySet`: one :class:`Session` per query, shared stages."""
@@ -197,6 +209,9 @@ class QuerySetSession(OrderedFeed):
     def check_names(self) -> None:
         if self.qs.options.strict_types:
             self.seen.check([(s.plan, s.name) for s in self.sessions])
+
+    def count_only(self) -> list[Count]:
+        return [c for s in self.sessions for c in s.count_only()]
 
     def set_aside(
         self, batch: pa.RecordBatch, row: int, pos: int, column: str | None, reason: str

@@ -15,7 +15,6 @@ else at the end of the input.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,7 @@ import pyarrow.compute as pc
 from kleene.language import ast
 from kleene.language.ast import NO_SPAN, Span
 from kleene.language.errors import UnseenNameError
-from kleene.language.parser import name_span
+from kleene.language.names import name_span
 from kleene.options import InputOptions
 from kleene.planning.plan import Plan
 
@@ -176,5 +175,7 @@ def nearest(name: str, names: list[str]) -> str | None:
     folded = [n for n in names if n.casefold() == name.casefold()]
     if folded:
         return folded[0]
+    import difflib  # only for a name that is not found (start-up time of every run)
+
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     return close[0] if close else None

@@ -7,6 +7,9 @@ hand the batch to the engine the plan built.  :class:`OrderedFeed` puts a
 :class:`~kleene.io.reorder.ReorderBuffer` in front when the input may be out
 of time order (``max_delay``); a set of queries (:mod:`kleene.queryset`)
 shares one feed.
+
+Size: a little over 500 lines, because one batch's whole pipeline (streams, conform, times,
+bad rows, engine, results or counts) reads best in one place.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from kleene.planning.plan import Plan
 from kleene.predicates.conform import conform, textual
 from kleene.results import ComplexEvent, EventRows, Match, MatchBatch, QueryMatch
 from kleene.runtime.contract import BatchEngine
-from kleene.runtime.enumeration import Columns, Found
+from kleene.runtime.enumeration import Columns, Count, Found
 from kleene.runtime.store import EventStore
 from kleene.seen import NameWatch
 
@@ -179,6 +182,10 @@ class OrderedFeed:
         """The event types and streams of the query that the stream so far never held."""
         raise NotImplementedError
 
+    def count_only(self) -> list[Count]:
+        """Only count complex events from now on (batches give none): one Count per query."""
+        raise NotImplementedError
+
     def check_names(self) -> None:
         """End of input, ``strict_types``: UnseenNameError for a name the stream never held."""
         raise NotImplementedError
@@ -213,6 +220,7 @@ class Session(OrderedFeed):
         """Input rows already handed to the policy, when several queries share it."""
         self.name: str | None = None
         """The query's name when it runs with others (it tags each complex event)."""
+        self.counted: Count | None = None  # set by count_only: the engine's sink for every batch
 
     def _rows(
         self, batch: pa.RecordBatch, positions: np.ndarray, named: np.ndarray, *,
@@ -232,6 +240,10 @@ class Session(OrderedFeed):
 
     def unseen(self) -> list[str]:
         return self.seen.missing(self.plan)
+
+    def count_only(self) -> list[Count]:
+        self.counted = Count()
+        return [self.counted]
 
     def check_names(self) -> None:
         if self.plan.options.strict_types:
@@ -326,7 +338,8 @@ class Session(OrderedFeed):
         keys = self._keys(batch)
         if bits is None:
             bits = q.predicates.evaluate(batch)
-        found: list[Found] | Columns = Columns() if columnar else []
+        found: list[Found] | Columns | Count = Columns() if columnar else []
+        found = found if self.counted is None else self.counted
 
         if with_events:
             max_time = (times if times is not None else positions)[-1].item()
@@ -336,6 +349,8 @@ class Session(OrderedFeed):
             # A Columns takes Found tuples too (append, extend): the engines
             # need not know which path they fill.
             engine.run_batch(batch, bits, positions, times, keys, found)
+            if isinstance(found, Count):
+                return []
             if isinstance(found, Columns):
                 return self._match_batch(found, with_events)
             if not with_events:

@@ -78,7 +78,8 @@ def accepted(text: str, schema: Schema | None = None) -> None:
 def test_unexpected_token_says_what_was_expected() -> None:
     text = "SELECT * FROM S WHERE A ; ;"
     err = syntax_error(text)
-    assert_error(err, text, "unexpected ';', expected an event type, '(' or NOT", 1, 27)
+    expected = "unexpected ';', expected an event type, '(', NOT or a selector such as MAX("
+    assert_error(err, text, expected, 1, 27)
     assert not isinstance(err, UnsupportedError)
 
 
@@ -153,7 +154,8 @@ def test_error_on_line_three_of_a_multi_line_query() -> None:
     err = syntax_error(text)
     assert_error(err, text, "unexpected ';'", 3, 19)
     assert str(err) == (
-        "unexpected ';', expected an event type, '(' or NOT (line 3, column 19)\n"
+        "unexpected ';', expected an event type, '(', NOT or a selector such as MAX( "
+        "(line 3, column 19)\n"
         "  WHERE SELL as a ; ; BUY as b\n"
         "                    ^"
     )
@@ -374,3 +376,21 @@ def test_not_takes_a_single_event_pattern() -> None:
 def test_variables_inside_not_are_not_bound_outside() -> None:
     err = semantic_error("SELECT * FROM S WHERE A ; NOT(B AS b) FILTER b[x > 1]")
     assert "not bound" in err.message
+
+
+@pytest.mark.parametrize(
+    ("text", "column"),
+    [
+        ("SELECT NONE WHERE `SE\ud800L`", 19),  # found by tests/fuzz (seed 16)
+        ("SELECT * WHERE A FILTER A[s = 'a\udfff']", 31),
+    ],
+)
+def test_a_lone_surrogate_in_a_name_or_string_is_a_query_error(text: str, column: int) -> None:
+    """A str may hold a lone surrogate, which no UTF-8 (Arrow) text can: a QueryError, whose
+    rendering shows U+FFFD in its place (printable), not a UnicodeEncodeError downstream."""
+    with pytest.raises(QueryError) as info:
+        parse(text)
+    err = info.value
+    assert "lone surrogate" in err.message
+    assert (err.line, err.column) == (1, column)
+    str(err).encode("utf-8")  # printable

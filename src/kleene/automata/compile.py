@@ -15,9 +15,10 @@ of the right operand of ``;`` (iterations are not contiguous); and the ◦ case
 reads ``L ∩ proj = ∅``.  CORE's contiguous operators ``:`` and ``:+`` are the
 same constructions without those self-loops.
 
-Size: a little over 500 lines: one construction per operator of the language, read together
-(they share the fragment invariants), plus the limit checks of :mod:`kleene.limits` as the
-products grow.
+Size: about 600 lines: one construction per operator of the language, read together
+(they share the fragment invariants, such as the waiting of nested selectors, whose product
+itself is in :mod:`kleene.automata.selection`), plus the limit checks of :mod:`kleene.limits`
+as the products grow.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from kleene.automata.cea import CEA, Transition
+from kleene.automata.selection import Arc, Key, select_product
 from kleene.automata.unroll import unroll
 from kleene.language import ast
 from kleene.language.variables import nullable
@@ -97,6 +99,9 @@ class _Fragment:
     initial: frozenset[int]
     finals: frozenset[int]
     nullable: bool = False
+    waits: frozenset[int] = frozenset()
+    """Initial states of nested selectors: they wait for their first event with transitions
+    of their own (which track the other runs), so no TRUE self-loop is added there."""
 
 
 class _Builder:
@@ -132,7 +137,7 @@ class _Builder:
             _VT(t.source, t.mask, t.labels | {p.var}, t.target, t.neg) if t.labels else t
             for t in f.transitions
         )
-        return _Fragment(ts, f.initial, f.finals)
+        return _Fragment(ts, f.initial, f.finals, waits=f.waits)
 
     def _Filter(self, p: ast.Filter) -> _Fragment:  # noqa: N802
         cond = p.condition
@@ -148,7 +153,7 @@ class _Builder:
             _VT(t.source, t.mask | bit, t.labels, t.target, t.neg) if cond.var in t.labels else t
             for t in f.transitions
         )
-        return _Fragment(ts, f.initial, f.finals)
+        return _Fragment(ts, f.initial, f.finals, waits=f.waits)
 
     def _Or(self, p: ast.Or) -> _Fragment:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
@@ -157,13 +162,18 @@ class _Builder:
             a.initial | b.initial,
             a.finals | b.finals,
             a.nullable or b.nullable,
+            a.waits | b.waits,
         )
 
     def _Seq(self, p: ast.Seq) -> _Fragment:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
+        if b.waits and a.nullable:
+            raise ValueError("a nested selector right after a pattern that may match nothing")
         ts = list(a.transitions + b.transitions)
         if not p.contiguous:
-            ts.extend(_VT(i, 0, frozenset(), i) for i in sorted(b.initial))
+            ts.extend(_VT(i, 0, frozenset(), i) for i in sorted(b.initial - b.waits))
+        else:  # a nested selector right after the left side: it may not wait
+            ts = [t for t in ts if t.labels or t.source not in b.waits]
         ts.extend(
             t.moved(t.source, i)
             for t in a.transitions
@@ -183,10 +193,12 @@ class _Builder:
             )
             initial = initial | {entry}
         finals = b.finals | a.finals if b.nullable else b.finals
-        return _Fragment(tuple(ts), initial, finals, a.nullable and b.nullable)
+        return _Fragment(tuple(ts), initial, finals, a.nullable and b.nullable, a.waits)
 
     def _Iter(self, p: ast.Iter) -> _Fragment:  # noqa: N802
         f = self.build(p.pattern)
+        if f.waits:
+            return self._iter_waiting(f, p.contiguous)
         q = self.state()
         ts = list(f.transitions)
         for t in f.transitions:
@@ -199,6 +211,28 @@ class _Builder:
             ts.append(_VT(q, 0, frozenset(), q))
         return _Fragment(tuple(ts), f.initial, f.finals, f.nullable)
 
+    def _iter_waiting(self, f: _Fragment, contiguous: bool) -> _Fragment:
+        """``φ+`` where ``φ`` starts with a nested selector (its initial states in ``f.waits``).
+
+        Each later iteration is entered at a copy of each initial state of ``φ``, instead of one
+        state with a TRUE loop: a selector's copy waits with its own transitions, which track
+        the runs it compares with (a plain loop would not); the other copies get the TRUE loop.
+        The first iteration is entered as ``φ`` is (``waits`` stays), and under ``:+`` a
+        selector's copy may not wait.
+        """
+        again = {i: self.state() for i in sorted(f.initial)}
+        ts = list(f.transitions)
+        for t in f.transitions:
+            sources = (t.source, again[t.source]) if t.source in f.initial else (t.source,)
+            targets = (t.target, *again.values()) if t.target in f.finals else (t.target,)
+            for s in sources:
+                if contiguous and s != t.source and t.source in f.waits and not t.labels:
+                    continue
+                ts.extend(t.moved(s, d) for d in targets if (s, d) != (t.source, t.target))
+        if not contiguous:
+            ts.extend(_VT(q, 0, frozenset(), q) for i, q in again.items() if i not in f.waits)
+        return _Fragment(tuple(ts), f.initial, f.finals, f.nullable, f.waits)
+
     def _And(self, p: ast.And) -> _Fragment:  # noqa: N802
         """``φ1 AND φ2``: both read the same events, with the same events in the match.
 
@@ -208,7 +242,7 @@ class _Builder:
         and ending together, the two matches share their interval and their
         positions.  ``φ*`` counts as ``φ+`` here (the empty match is no match).
         """
-        a, b = self.build(p.left), self.build(p.right)
+        a, b = self._unwaited(self.build(p.left)), self._unwaited(self.build(p.right))
         pair: StateNumbering[tuple[int, int]] = StateNumbering(self.state)
         out_a = _by_source(a.transitions)
         out_b = _by_source(b.transitions)
@@ -235,7 +269,7 @@ class _Builder:
         match starts at the first event either side takes and ends when the
         second side finishes, so the interval spans both matches.
         """
-        a, b = self.build(p.left), self.build(p.right)
+        a, b = self._unwaited(self.build(p.left)), self._unwaited(self.build(p.right))
         before, after = -1, -2
 
         def moves(f: _Fragment, out: dict[int, list[_VT]], mode: int) -> list[tuple[_VT | None, int]]:
@@ -285,7 +319,7 @@ class _Builder:
         not with ``2**bits`` (the former limit of 10 atoms); a construction
         that still grows too large stops at ``max_states`` (a LimitError).
         """
-        a, b = self.build(p.left), self.build(p.right)
+        a, b = self._unwaited(self.build(p.left)), self._unwaited(self.build(p.right))
         out_a, out_b = _by_source(a.transitions), _by_source(b.transitions)
         pair: StateNumbering[tuple[int, frozenset[int]]] = StateNumbering(self.state)
         initial = frozenset(pair((q, frozenset())) for q in a.initial)
@@ -346,15 +380,54 @@ class _Builder:
             stack.append((m | bit, n))
         return out
 
+    @staticmethod
+    def _unwaited(f: _Fragment) -> _Fragment:
+        """``f``, which must not start with a nested selector (kleene.language.selectors
+        refuses those positions: the selector's competitors would start elsewhere)."""
+        if f.waits:
+            raise ValueError("a nested selector at the start of a side of AND, ALL or UNLESS")
+        return f
+
+    def _Selector(self, p: ast.Selector) -> _Fragment:  # noqa: N802
+        """``NEXT(ρ)``, ``LAST(ρ)``, ``MAX(ρ)`` in place (kleene.automata.selection).
+
+        The runs of ρ wait at its initial states (TRUE self-loops, or a nested selector's
+        own waiting) and the product tracks them from where the selector is entered; a
+        fresh initial state copies the start states' transitions, so nothing enters it.
+        """
+        if p.strategy == "STRICT":
+            raise ValueError("STRICT(...) is rewritten before compiling")
+        body = self.build(p.pattern)
+        vts = list(body.transitions)
+        vts.extend(_VT(i, 0, frozenset(), i) for i in sorted(body.initial - body.waits))
+        arcs = [
+            Arc(t.source, t.mask, t.neg, bool(t.labels), t.target, k) for k, t in enumerate(vts)
+        ]
+        types = (1 << len(self.atoms.event_types)) - 1
+        made, starts = select_product(
+            p.strategy, arcs, body.initial, body.finals, types, self.grew
+        )
+        number: StateNumbering[Key] = StateNumbering(self.state)
+        entry = self.state()
+        begins = set(starts)
+        ts: list[_VT] = []
+        for source, mask, neg, arc, target in made:
+            t = _VT(number(source), mask, vts[arc.ref].labels, number(target), neg)
+            ts.append(t)
+            if source in begins:
+                ts.append(t.moved(entry, t.target))
+        finals = frozenset(n for key, n in number.ids.items() if key[4])
+        return _Fragment(tuple(ts), frozenset({entry}), finals, False, frozenset({entry}))
+
     def _Star(self, p: ast.Star) -> _Fragment:  # noqa: N802
         """``φ*``: ``φ+`` or nothing (see :class:`_Fragment`)."""
         f = self._Iter(ast.Iter(p.pattern))
-        return _Fragment(f.transitions, f.initial, f.finals, True)
+        return _Fragment(f.transitions, f.initial, f.finals, True, f.waits)
 
     def _Repeat(self, p: ast.Repeat) -> _Fragment:  # noqa: N802
         """``φ{n,m}``: its copies written out (kleene.automata.unroll), nullable when n = 0."""
         f = self.build(unroll(p))
-        return _Fragment(f.transitions, f.initial, f.finals, nullable(p))
+        return _Fragment(f.transitions, f.initial, f.finals, nullable(p), f.waits)
 
     def _NotEvent(self, p: ast.NotEvent) -> _Fragment:  # noqa: N802
         """``NOT(ψ)``: one event on which the single-event pattern ψ does not hold.
@@ -455,6 +528,8 @@ def _compile(
     finally:
         if collecting:
             gc.enable()
+    if frag.waits:
+        raise ValueError("a nested selector at the start of the pattern")
     q0 = builder.state()
     vts = list(frag.transitions)
     vts.extend(t.moved(q0, t.target) for t in frag.transitions if t.source in frag.initial)

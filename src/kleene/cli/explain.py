@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from kleene.api import Query, compile_parsed
 from kleene.cli.common import EXIT_OK, UsageError, load_query, skip_pandas_probe
-from kleene.language.parser import parse
+from kleene.language.query_cache import parse
 from kleene.options import InputOptions
+
+if TYPE_CHECKING:
+    from kleene.api import Query
 
 
 def add_explain_parser(commands: Any) -> argparse.ArgumentParser:
@@ -56,6 +58,8 @@ def add_explain_parser(commands: Any) -> argparse.ArgumentParser:
 
 def explained_queries(args: argparse.Namespace) -> list[tuple[str | None, Query]]:
     """Every query of QUERY (a file may hold several), compiled without data, with its name."""
+    from kleene.api import compile_parsed  # the engine: not imported to build the command line
+
     text = load_query(args.query)
     options = InputOptions(
         type_column=args.type_column,

@@ -1,11 +1,22 @@
 """Where ``kleene run`` writes complex events: stdout, or a file written under a temporary name
 and renamed over OUT only when the run succeeds (a failed run never leaves a truncated result
-that looks complete)."""
+that looks complete).
+
+Renaming the temporary file over an existing OUT makes Linux's ext4 (delayed allocation) send
+the whole new file towards the disk first, so that a crash leaves the old file or the new one,
+never an empty one: ~20 ms for the 28 MB of JSON Lines of 94,275 complex events, at the very
+end of the run.  :meth:`Output.written` starts that work for what is written so far, in a
+thread, while the next batches are computed (:func:`start_writeback`).
+"""
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from kleene.cli.common import UsageError
@@ -19,6 +30,9 @@ class Output:
     def __init__(self, target: str, fmt: str = "jsonl") -> None:
         self.final: Path | None = None
         self.temp: Path | None = None
+        self._flusher: threading.Thread | None = None
+        self.writebacks = 0
+        """Writebacks started by :meth:`written` that the kernel accepted."""
         self.writer: JsonlWriter | ArrowWriter
         if target == "-":
             if fmt != "jsonl":
@@ -32,9 +46,36 @@ class Output:
             raise OSError(f"cannot write {target!r}: {exc.strerror or exc}") from exc
         os.close(fd)
         self.temp = Path(name)
-        self.writer = JsonlWriter(self.temp) if fmt == "jsonl" else ArrowWriter(self.temp, fmt)
+        self.writer = (
+            JsonlWriter(self.temp, written=self.written) if fmt == "jsonl" else ArrowWriter(self.temp, fmt)
+        )
+
+    def written(self) -> None:
+        """Start sending what the file holds so far to the disk (in a thread; a no-op for
+        standard output, where the previous one still runs, or off Linux).  Called by the JSON
+        Lines writer after each piece of a few MiB, and after each batch."""
+        if self.temp is None or (self._flusher is not None and self._flusher.is_alive()):
+            return
+        start = start_writeback()
+        if start is None:
+            return
+        path = self.temp
+
+        def run() -> None:
+            if start(path):
+                self.writebacks += 1
+
+        flusher = threading.Thread(target=run, name="kleene-writeback", daemon=True)
+        flusher.start()
+        self._flusher = flusher
+
+    def _wait(self) -> None:
+        flusher, self._flusher = self._flusher, None
+        if flusher is not None and flusher.ident is not None:
+            flusher.join()
 
     def commit(self) -> None:
+        self._wait()
         self.writer.close()
         if self.temp is not None and self.final is not None:
             # mkstemp makes the file private (0600); give it the usual permissions.
@@ -45,9 +86,41 @@ class Output:
             self.temp = None
 
     def abort(self) -> None:
+        self._wait()
         try:
             self.writer.close()
         except OSError:
             pass
         if self.temp is not None:
             self.temp.unlink(missing_ok=True)
+
+
+@functools.cache
+def start_writeback() -> Callable[[Path], bool] | None:
+    """A function that starts the writeback of a file's dirty pages without waiting for the disk
+    (Linux's ``sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE)``) and says whether the kernel
+    accepted; None where there is no such call."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes  # loaded already: numpy imports it
+
+    try:
+        sync_file_range = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    sync_file_range.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    sync_file_range.restype = ctypes.c_int
+    write = 2  # SYNC_FILE_RANGE_WRITE
+
+    def start(path: Path) -> bool:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            return bool(sync_file_range(fd, 0, 0, write) == 0)
+        finally:
+            os.close(fd)
+
+    return start
+

@@ -29,7 +29,7 @@ from kleene.cli.sidefiles import check_written_files
 from kleene.io.merge import merge_streams
 from kleene.io.readers import read_batches
 from kleene.language.errors import UnseenNameWarning
-from kleene.language.parser import parse
+from kleene.language.query_cache import parse
 from kleene.options import InputOptions
 
 PICTURE_FORMATS = (".png", ".svg", ".pdf")

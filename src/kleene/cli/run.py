@@ -16,7 +16,6 @@ from typing import IO, Any
 import pyarrow as pa
 
 import kleene
-from kleene.api import compile_parsed
 from kleene.cli.common import (
     EXIT_OK,
     STDIN,
@@ -33,13 +32,13 @@ from kleene.cli.common import (
 from kleene.cli.output import Output
 from kleene.cli.progress import Progress, is_tty
 from kleene.cli.sidefiles import check_written_files
-from kleene.cli.spark_run import run_spark
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.merge import merge_streams, named_stream
+from kleene.io.prefetch import Prefetched
 from kleene.io.readers import cheap_columns, count_rows, read_batches
 from kleene.io.writers import output_format
 from kleene.language.errors import DataError, KleeneError, UnseenNameWarning
-from kleene.language.parser import parse
+from kleene.language.query_cache import parse
 from kleene.limits import (
     DEFAULT_MAX_HELD,
     DEFAULT_MAX_MATCHES,
@@ -48,6 +47,7 @@ from kleene.limits import (
     TRANSITIONS_PER_STATE,
 )
 from kleene.options import InputOptions, parse_size
+from kleene.runtime.enumeration import Count
 
 
 def add_run_parser(commands: Any) -> argparse.ArgumentParser:
@@ -86,6 +86,13 @@ def add_run_parser(commands: Any) -> argparse.ArgumentParser:
         "when an input is named STREAM=FILE; otherwise the input is one stream)",
     )
     run.add_argument("--output", "-o", default="-", metavar="OUT", help="where to write complex events (default: stdout)")
+    run.add_argument(
+        "--count",
+        action="store_true",
+        help="write only how many complex events each query gives, as text: the number (one "
+        "query), or one line NAME<TAB>NUMBER per query; counted without building them where "
+        "the engine can (not with --output-format or --engine spark)",
+    )
     run.add_argument(
         "--output-format",
         choices=["jsonl", "parquet", "arrow"],
@@ -250,6 +257,10 @@ def compile_queries(
     args: argparse.Namespace, policy: BadRowPolicy | str, stream_column: str | None
 ) -> kleene.Query | kleene.QuerySet:
     """One query (output as before), or several run together (each line names its query)."""
+    # The engine is imported here, not with the parser of the command line: the input's first
+    # batch is being read (kleene.io.prefetch) while these imports run.
+    from kleene.api import compile_parsed
+
     texts: list[tuple[str | None, str]] = []
     for arg in args.query:
         text = load_query(arg)
@@ -287,7 +298,13 @@ def _stream_column(args: argparse.Namespace, inputs: list[tuple[str | None, str]
 
 def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
     """Run ``kleene run``; returns the exit code (errors propagate to :func:`kleene.cli.main`)."""
+    if args.count and args.engine == "spark":
+        raise UsageError("--count runs in this process: leave out --engine spark")
+    if args.count and args.output_format:
+        raise UsageError("--count writes numbers as text: leave out --output-format")
     if args.engine == "spark":
+        from kleene.cli.spark_run import run_spark
+
         return run_spark(args, stderr)
     skip_pandas_probe()
     given = parse_inputs(args.input)
@@ -311,18 +328,29 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
         record=True
     ) as caught:
         warnings.simplefilter("always", UnseenNameWarning)
-        query = compile_queries(args, policy, stream_column)
-        if args.strict_types:
-            check_names_first(query, inputs, args.format)
 
         def read(path: str) -> Iterator[pa.RecordBatch]:
             return read_batches(
                 path, format=args.format, batch_size=args.batch_size, null_values=args.null_values
             )
 
+        # One file is read (its first batch, in a thread) while the query compiles; what the
+        # reader raises comes at the first batch, after the query's own errors (io.prefetch).
+        single = len(inputs) == 1 and inputs[0][0] is None
+        prefetched = Prefetched(lambda: read(inputs[0][1])) if single else None
+        try:
+            query = compile_queries(args, policy, stream_column)
+            if args.strict_types:
+                check_names_first(query, inputs, args.format)
+        except BaseException:
+            if prefetched is not None:
+                prefetched.close()
+            raise
+
         batches: Iterable[pa.RecordBatch]
-        if len(inputs) == 1 and inputs[0][0] is None:
-            batches = read(inputs[0][1])
+        if prefetched is not None:
+            prefetched.made()  # a missing file fails here, before any output is opened
+            batches = prefetched
         else:
             batches = merge_streams(
                 [(name, read(path)) for name, path in inputs],
@@ -330,6 +358,8 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
                 time_unit=args.time_unit,
                 stream_column=stream_column or "stream",
             )
+        if args.count:
+            return _count(args, query, batches, inputs, policy, caught, stderr)
         output = Output(args.output, output_format(args.output, args.output_format))
         try:
             open_quarantine(policy)  # the run starts: the query compiled, the inputs exist
@@ -352,6 +382,7 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
             write = output.writer.write_batch
             for found in query.match_batches(batches, events=True):
                 write(found)
+                output.written()  # towards the disk while the next batches are computed
             output.commit()
         except BaseException:
             if progress is not None:
@@ -362,6 +393,48 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
             progress.close()
     unseen = unseen_messages(caught)
     if unseen and not output.writer.count:
+        print("kleene: no complex events", file=stderr)
+    for message in unseen:
+        print(f"kleene: {message}", file=stderr)
+    if policy.count:
+        print(f"kleene: {policy.summary()}", file=stderr)
+    return EXIT_OK
+
+
+def _count(
+    args: argparse.Namespace, query: kleene.Query | kleene.QuerySet, batches: Iterable[pa.RecordBatch],
+    inputs: list[tuple[str | None, str]], policy: BadRowPolicy, caught: list[warnings.WarningMessage],
+    stderr: IO[str],
+) -> int:
+    """``kleene run --count``: the number of complex events of each query, written as text to
+    ``--output`` (a file only once the run succeeded), with the same messages as a run."""
+    open_quarantine(policy)
+    sinks: list[Count] = []
+    progress: Progress | None = None
+    if not args.no_progress and is_tty(stderr) and not (args.output == "-" and is_tty(sys.stdout)):
+        progress = Progress(
+            stderr, total=lambda: _total_rows(inputs, args.format), events=lambda: sum(len(c) for c in sinks)
+        )
+        batches = progress.track(batches)
+    try:
+        counts = query.counts(batches, sinks=sinks)
+    except BaseException:
+        if progress is not None:
+            progress.clear()
+        raise
+    if progress is not None:
+        progress.close()
+    if isinstance(query, kleene.QuerySet):
+        text = "".join(f"{name}\t{n}\n" for name, n in zip(query.names, counts, strict=True))
+    else:
+        text = f"{counts[0]}\n"
+    if args.output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        Path(args.output).write_text(text)
+    unseen = unseen_messages(caught)
+    if unseen and not sum(counts):
         print("kleene: no complex events", file=stderr)
     for message in unseen:
         print(f"kleene: {message}", file=stderr)

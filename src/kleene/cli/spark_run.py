@@ -31,7 +31,7 @@ from kleene.io.readers import cheap_columns, count_rows, detect_format, read_bat
 from kleene.io.writers import output_format
 from kleene.language.checks import check
 from kleene.language.errors import DataError, KleeneError, QueryError
-from kleene.language.parser import parse
+from kleene.language.query_cache import parse
 from kleene.language.schema import Schema
 
 

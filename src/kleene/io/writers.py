@@ -29,12 +29,11 @@ formats consistent byte for byte.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import json
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
@@ -75,6 +74,8 @@ def _default(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, (bytes, bytearray, memoryview)):
+        import base64  # only for bytes values (start-up time of every run)
+
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, Decimal):
         return str(value)
@@ -130,10 +131,13 @@ class JsonlWriter:
     dicts.  ``count`` is the number of lines written so far.  A path is opened
     for writing (truncated) immediately, so an unwritable output fails before
     any work is done.  Stdout and streams passed in are flushed, not closed.
+    ``written`` is called after each piece (a few MiB) the bulk path hands to the file
+    (``kleene run`` starts the writeback of the file there, :meth:`kleene.cli.output.Output.written`).
     """
 
-    def __init__(self, target: str | Path | IO[str] = "-") -> None:
+    def __init__(self, target: str | Path | IO[str] = "-", *, written: Callable[[], None] | None = None) -> None:
         self._owns = False
+        self._written = written
         if isinstance(target, (str, Path)) and str(target) == "-":
             self._stream: IO[str] = sys.stdout
             # Non-ASCII text stays readable when stdout can carry UTF-8, and is
@@ -170,11 +174,23 @@ class JsonlWriter:
             elif _jsonl is not None and not batch.merged:
                 self._stream.flush()
                 # Piece by piece through one reused buffer (Lines.write_to), not one big text.
-                _compiled_lines(batch, self._ascii).write_to(raw.write)
+                _compiled_lines(batch, self._ascii).write_to(self._piece_writer(raw))
             else:
                 self._stream.flush()
-                raw.write(json_bytes(batch, ensure_ascii=self._ascii))
+                self._piece_writer(raw)(json_bytes(batch, ensure_ascii=self._ascii))
             self.count += len(batch)
+
+    def _piece_writer(self, raw: IO[bytes]) -> Callable[[memoryview], object]:
+        """``raw.write``, followed by ``written`` when there is one."""
+        written = self._written
+        if written is None:
+            return raw.write
+
+        def write(piece: memoryview) -> None:
+            raw.write(piece)
+            written()
+
+        return write
 
     def _raw(self) -> IO[bytes] | None:
         """The binary stream under the text stream, when bytes can go there as they are.
@@ -279,8 +295,9 @@ def _json_floats(arr: pa.Array) -> pa.Array:
     )
     arrow_positional = pc.invert(pc.match_substring(texts, "e"))
     fast = pc.and_(finite, pc.and_(positional, arrow_positional)).fill_null(False)
-    pointless = pc.invert(pc.match_substring(texts, "."))
-    texts = pc.if_else(pc.and_(fast, pointless), pc.binary_join_element_wise(texts, ".0", ""), texts)
+    pointless = pc.and_(fast, pc.invert(pc.match_substring(texts, ".")))
+    if pc.any(pointless).as_py():  # whole numbers (most float columns have none)
+        texts = pc.if_else(pointless, pc.binary_join_element_wise(texts, ".0", ""), texts)
     slow = pc.and_(finite, pc.invert(fast))
     if pc.any(slow).as_py():
         index = np.flatnonzero(slow.to_numpy(zero_copy_only=False))
@@ -289,6 +306,8 @@ def _json_floats(arr: pa.Array) -> pa.Array:
         for i, v in zip(index.tolist(), values):
             fixed[i] = float.__repr__(v)
         texts = pa.array(fixed, pa.string())
+    if pc.all(finite).as_py():  # no NaN, infinity or null to write as null
+        return texts
     return pc.if_else(finite, texts, "null")
 
 

@@ -300,8 +300,28 @@ class Repeat:
     span: Span = _span()
 
 
+SelectorName = Lit["NEXT", "LAST", "MAX", "STRICT"]
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A selection strategy on a sub-pattern: ``STRICT(p)``, ``NEXT(p)``, ``LAST(p)``, ``MAX(p)``.
+
+    CEL thesis §4 (``NXT`` is accepted for ``NEXT``): the sub-pattern's matches
+    are filtered by the strategy among the sub-pattern's matches with the same
+    last event that start where the enclosing pattern lets it start
+    (docs/semantics.md, "Nested selectors").  ``SELECT MAX * WHERE p`` is
+    ``SELECT * WHERE MAX(p)``.
+    """
+
+    strategy: SelectorName
+    pattern: Pattern
+    span: Span = _span()
+
+
 Pattern = (
     EventType | As | Filter | Seq | Or | Iter | And | All | Unless | NotEvent | Star | Repeat
+    | Selector
 )
 
 # -------------------------------------------------------------------- clauses

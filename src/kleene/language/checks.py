@@ -28,9 +28,11 @@ from kleene.language.conditions import (
     var_attrs,
 )
 from kleene.language.errors import QueryError, UnsupportedError
-from kleene.language.parser import name_span
+from kleene.language.names import name_span
+from kleene.language.normal_form import unfold_outer_ors
 from kleene.language.schema import AttrKind, Schema
 from kleene.language.scopes import lift_outer_conditions
+from kleene.language.selectors import desugar_selectors
 from kleene.language.variables import (
     WILDCARD,
     bound_variables,
@@ -174,7 +176,7 @@ class _Checker:
                 "'_' is the wildcard event, not a variable name: choose another name after AS",
                 name_span(p.var, p.span),
             )
-        if isinstance(p, ast.As | ast.Iter | ast.Star | ast.Repeat):
+        if isinstance(p, ast.As | ast.Iter | ast.Star | ast.Repeat | ast.Selector):
             self.pattern(p.pattern)
             return
         self.pattern(p.left)
@@ -425,7 +427,7 @@ def written_out_size(p: ast.Pattern) -> int:
         low = max(p.low, 1)
         copies = low if p.high is None else 2 * p.high - low
         return copies * written_out_size(p.pattern)
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.NotEvent | ast.Selector):
         return written_out_size(p.pattern)
     return written_out_size(p.left) + written_out_size(p.right)
 
@@ -445,7 +447,8 @@ def _variables_anywhere(p: ast.Pattern) -> dict[str, frozenset[str]]:
             inner = node.right if isinstance(node, ast.Unless) else node.pattern
             for var, types in variable_event_types(inner).items():
                 out[var] = out.get(var, frozenset()) | types
-        if isinstance(node, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
+        if isinstance(node, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent
+                      | ast.Selector):
             walk(node.pattern)
         else:
             walk(node.left)
@@ -463,4 +466,6 @@ def check(query: ast.Query, source: str, schema: Schema | None) -> None:
     streams, event types and attributes must exist too.  Constructs that
     parse but cannot be evaluated yet raise :class:`UnsupportedError`.
     """
-    _Checker(source, schema).query(query)
+    # Checked, and then planned, in engine form: nested selectors (selectors.py), and a
+    # FILTER's OR naming an enclosing variable unfolded (normal_form.py).
+    _Checker(source, schema).query(unfold_outer_ors(desugar_selectors(query, source)))

@@ -80,7 +80,7 @@ def nary_filters(p: ast.Pattern) -> Iterator[tuple[ast.Filter, ast.FilterAtom]]:
                 yield p, atom
     if isinstance(p, ast.EventType):
         return
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent | ast.Selector):
         yield from nary_filters(p.pattern)
     else:
         yield from nary_filters(p.left)
@@ -103,7 +103,7 @@ def binding_count(p: ast.Pattern, var: str) -> int | None:
         if p.var == var:
             return 1 if single_event(p.pattern) else MANY
         return binding_count(p.pattern, var)
-    if isinstance(p, ast.Filter):
+    if isinstance(p, ast.Filter | ast.Selector):
         return binding_count(p.pattern, var)
     if isinstance(p, ast.Unless):
         return binding_count(p.left, var)  # the right side binds nothing outside
@@ -307,7 +307,7 @@ def on_later_variables(p: ast.Pattern) -> ast.Pattern:
     if isinstance(p, ast.Filter):
         inner = on_later_variables(p.pattern)
         return ast.Filter(inner, _moved_filter(p.pattern, p.condition), p.span)
-    if isinstance(p, ast.As | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent | ast.Selector):
         return dataclasses.replace(p, pattern=on_later_variables(p.pattern))
     return dataclasses.replace(
         p, left=on_later_variables(p.left), right=on_later_variables(p.right)
@@ -342,7 +342,7 @@ def across_conjunction(p: ast.Pattern, a: str, x: str) -> ast.And | ast.All | No
         return p
     if isinstance(p, ast.EventType):
         return None
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent | ast.Selector):
         return across_conjunction(p.pattern, a, x)
     if isinstance(p, ast.Unless):
         return across_conjunction(p.left, a, x)
@@ -367,7 +367,7 @@ def without_self_references(p: ast.Pattern) -> ast.Pattern:
         return p
     if isinstance(p, ast.Filter):
         return ast.Filter(without_self_references(p.pattern), _plain_filter(p.condition), p.span)
-    if isinstance(p, ast.As | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent | ast.Selector):
         return dataclasses.replace(p, pattern=without_self_references(p.pattern))
     return dataclasses.replace(
         p, left=without_self_references(p.left), right=without_self_references(p.right)
@@ -386,6 +386,6 @@ def unsupported_with_conditions(p: ast.Pattern) -> ast.Pattern | None:
         return p if has_conditions(p.pattern) else None
     if isinstance(p, ast.EventType):
         return None
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.Selector):
         return unsupported_with_conditions(p.pattern)
     return unsupported_with_conditions(p.left) or unsupported_with_conditions(p.right)

@@ -34,6 +34,9 @@ class QueryError(KleeneError):
         if not (1 <= self.line <= len(lines)):
             return head
         text = lines[self.line - 1].removesuffix("\r")
+        # A lone surrogate (not text: no UTF-8 output can hold it) shows as U+FFFD, one
+        # character, so that the caret stays under the problem.
+        text = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
         caret = " " * (max(self.column, 1) - 1) + "^"
         return f"{head}\n  {text}\n  {caret}"
 

@@ -32,6 +32,7 @@ from lark.tree import Meta
 from kleene.language import ast, limits
 from kleene.language.ast import NO_SPAN, Span
 from kleene.language.errors import QueryError
+from kleene.language.names import Name, name_span
 from kleene.language.parser_cache import cached_lark
 from kleene.language.syntax_errors import syntax_error
 
@@ -40,29 +41,6 @@ __all__ = ["MAX_REPEAT", "Name", "parse", "parse_query", "name_span"]
 MAX_REPEAT = 100
 """The largest count of ``p{n,m}``: the automaton holds a copy of ``p`` per count
 (two for the optional ones), so counts stay small; ``+`` and ``*`` say "many"."""
-
-
-class Name(str):
-    """A name read from the query text, carrying the span it was written at.
-
-    The AST keeps some names as plain ``str`` (e.g. ``Query.partition_by``);
-    using this subclass there lets semantic checks point at the exact name
-    without changing the AST's fields.  ``span`` defaults to ``NO_SPAN`` so
-    that pickling and copying (which call ``Name(value)``) keep working.
-    """
-
-    span: Span
-
-    def __new__(cls, value: str, span: Span = NO_SPAN) -> Name:
-        obj = super().__new__(cls, value)
-        obj.span = span
-        return obj
-
-
-def name_span(name: str, fallback: Span) -> Span:
-    """The span of ``name`` if the parser recorded one, else ``fallback``."""
-    span = getattr(name, "span", NO_SPAN)
-    return span if isinstance(span, Span) and span != NO_SPAN else fallback
 
 
 @functools.cache
@@ -351,6 +329,11 @@ class _Builder(Transformer[Token, Any]):
     def p_not(self, meta: Meta, children: list[Any]) -> ast.NotEvent:
         return ast.NotEvent(children[0], _span(meta))
 
+    def p_selector(self, meta: Meta, children: list[Any]) -> ast.Selector:
+        name = str(children[0]).upper()
+        strategy: ast.SelectorName = "NEXT" if name == "NXT" else name  # type: ignore[assignment]
+        return ast.Selector(strategy, children[1], _span(meta))
+
     def p_as(self, meta: Meta, children: list[Any]) -> ast.As:
         pattern, var = children
         if var == "_":
@@ -552,11 +535,23 @@ class _Builder(Transformer[Token, Any]):
     def string(self, meta: Meta, children: list[Any]) -> ast.Const:
         text = str(children[0])
         quote = text[0]
-        return ast.Const(text[1:-1].replace(quote * 2, quote), _span(meta))
+        return ast.Const(self._text(text[1:-1].replace(quote * 2, quote), meta), _span(meta))
 
     def name(self, meta: Meta, children: list[Any]) -> Name:
         (tok,) = children
         text = str(tok)
         if tok.type == "QUOTED_NAME":
             text = text[1:-1].replace("``", "`")
-        return Name(text, _span(meta))
+        return Name(self._text(text, meta), _span(meta))
+
+    def _text(self, text: str, meta: Meta) -> str:
+        """A name or string literal, which must be Unicode text (Arrow holds UTF-8)."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:
+            bad = text[err.start]
+            raise self._error(
+                f"a name or string holds a lone surrogate ({ascii(bad)}), which is not text",
+                _span(meta),
+            ) from None
+        return text

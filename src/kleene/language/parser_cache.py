@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import lark
-from lark import Lark
+if TYPE_CHECKING:
+    from lark import Lark
 
 
 def cache_dir() -> Path:
@@ -45,6 +44,11 @@ LALR_OPTIONS: dict[str, Any] = {
 
 def cached_lark(package: str, grammar_file: str, name: str, options: dict[str, Any] = LALR_OPTIONS) -> Lark:
     """The parser of ``package``'s ``grammar_file`` with ``options``, cached as ``name-<hash>.lark``."""
+    from importlib import resources
+
+    import lark  # here: a parse found in kleene.language.query_cache needs no lark
+    from lark import Lark
+
     grammar = resources.files(package).joinpath(grammar_file).read_text("utf-8")
     key = hashlib.sha256(
         f"{grammar}\0{sorted(options.items())}\0{lark.__version__}".encode()

@@ -143,6 +143,8 @@ def pattern_to_ceql(p: ast.Pattern) -> str:
         return f"({pattern_to_ceql(p.pattern)}{repeat_suffix(p)})"
     if isinstance(p, ast.NotEvent):
         return f"NOT({pattern_to_ceql(p.pattern)})"
+    if isinstance(p, ast.Selector):
+        return f"{p.strategy}({pattern_to_ceql(p.pattern)})"
     return f"({pattern_to_ceql(p.left)} {_BINARY[type(p)]} {pattern_to_ceql(p.right)})"
 
 

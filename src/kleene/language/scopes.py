@@ -238,7 +238,7 @@ def lift_outer_conditions(p: ast.Pattern) -> Lifted:
                 if lift.fresh is not None:
                     inner = ast.As(inner, lift.fresh, node.span)
             out = inner if kept is None else ast.Filter(inner, kept, node.span)
-        elif isinstance(node, ast.As | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
+        elif isinstance(node, ast.As | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent | ast.Selector):
             out = dataclasses.replace(node, pattern=rebuild(node.pattern))
         else:
             out = dataclasses.replace(node, left=rebuild(node.left), right=rebuild(node.right))

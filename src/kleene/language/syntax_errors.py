@@ -34,6 +34,7 @@ _DISPLAY = {
     "TIME_UNIT": "a time unit (seconds, minutes, ...)",
     "$END": "end of query",
     "_BY": "BY",
+    "SELECTOR": "a selector such as MAX(",
 }
 
 # What a bare name means, judged by the token before it.

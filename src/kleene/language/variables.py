@@ -36,7 +36,7 @@ def children(p: ast.Pattern) -> tuple[ast.Pattern, ...]:
     """The sub-patterns directly inside ``p``."""
     if isinstance(p, ast.EventType):
         return ()
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent | ast.Selector):
         return (p.pattern,)
     return (p.left, p.right)
 

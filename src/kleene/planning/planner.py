@@ -17,9 +17,11 @@ from kleene.language import ast
 from kleene.language.conditions import atoms as filter_atoms
 from kleene.language.conditions import nary_filters, on_later_variables, var_attrs
 from kleene.language.errors import QueryError, UnsupportedError
+from kleene.language.normal_form import unfold_outer_ors
 from kleene.language.printer import filter_to_ceql
 from kleene.language.schema import Schema
 from kleene.language.scopes import evaluated_form, lift_outer_conditions
+from kleene.language.selectors import desugar_selectors, first_selector, has_selectors
 from kleene.language.variables import WILDCARD, variable_event_types
 from kleene.options import InputOptions
 from kleene.planning.plan import Plan, Tuning
@@ -50,6 +52,9 @@ def plan_query(
     a plan must not be run.
     """
     tuning = tuning or Tuning()
+    # STRICT(p) as ':' and a selector on the whole pattern as the strategy (selectors.py);
+    # a FILTER's OR naming an enclosing variable unfolded (normal_form.py, thesis Thm 5.3).
+    query = unfold_outer_ors(desugar_selectors(query, text))
     # A FILTER naming an enclosing pattern's variable is evaluated around that pattern
     # (kleene.language.scopes); the plan is made for that form, the query kept as written.
     written = query
@@ -76,6 +81,13 @@ def plan_query(
         strategy=query.select.strategy,
     )
     engine, reason = choose_engine(written)
+    if engine == "registers" and has_selectors(query.where):
+        raise UnsupportedError(
+            "a NEXT, LAST or MAX inside the pattern is evaluated by the tECS engine only, "
+            f"and this query has conditions between events ({reason})",
+            first_selector(query.where).span.line, first_selector(query.where).span.column,
+            text,
+        )
     atoms = Atoms()
     cea = labels = srt = register_runtime = None
     # a[2 * c.price >= price], c after a, runs as c[2 * price >= a.price] (docs/semantics.md)

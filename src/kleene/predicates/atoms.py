@@ -50,7 +50,7 @@ class Atoms:
             elif isinstance(p, ast.Filter):
                 walk(p.pattern)
                 _filter_preds(p.condition, preds, seen)
-            elif isinstance(p, (ast.As, ast.Iter, ast.Star, ast.Repeat, ast.NotEvent)):
+            elif isinstance(p, (ast.As, ast.Iter, ast.Star, ast.Repeat, ast.NotEvent, ast.Selector)):
                 walk(p.pattern)
             else:
                 walk(p.left)

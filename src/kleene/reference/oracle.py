@@ -37,7 +37,10 @@ Semantics implemented (CORE paper §2 and the project's decisions):
     and it is checked, as above, on the valuations of the nearest enclosing
     pattern that binds all its variables (the thesis passes the valuation of
     enclosing scopes down); a check no pattern resolves holds (the checker
-    rejects such queries);
+    rejects such queries); under an OR of conditions, ``φ FILTER θ1 OR θ2``
+    is evaluated as ``(φ FILTER θ1) OR (φ FILTER θ2)`` (CORE's footnote 1),
+    each side deferring its own such atoms;
+  - nested selectors (``MAX(ρ)``...): see "nested selectors" below (``_at``);
   - ``φ1 OR φ2``: union;
   - ``φ1 ; φ2``: ``V1.end < V2.start``, interval ``[V1.start, V2.end]``,
     variables unioned; ``φ1 : φ2`` additionally requires ``V2.start`` to be
@@ -104,8 +107,17 @@ full set of positions (``AS`` reads only that set, which is the union of all
 variables), and, for count and duration windows, valuations whose interval is
 already too long are dropped early (intervals only grow when combined).
 
+Nested selectors (``STRICT(ρ)``, ``NEXT(ρ)``, ``LAST(ρ)``, ``MAX(ρ)``; docs/semantics.md,
+"Nested selectors") need the thesis's reading *from a position*: ``⟦ρ⟧(S, i)``, the matches
+of ρ starting at ``i`` or later, where ``ρ1 ; ρ2`` reads ρ2 from ``max(M1) + 1`` and the top
+level from the first position of the window of the whole match.  A selector read from ``i``
+keeps the matches of ρ read from ``i`` that its strategy chooses among those with the same
+end (:func:`select_matches`).  Patterns holding one are evaluated top-down per position,
+memoized (:func:`_at`); the others bottom-up as above.
+
 Size: the oracle is deliberately one self-contained evaluator of the formal semantics,
-sharing no code with the engines it checks.
+sharing no code with the engines it checks (the top-down reading of nested selectors reuses
+every operator's evaluation, so it lives here too).
 """
 
 from __future__ import annotations
@@ -113,7 +125,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
 from typing import Any, NamedTuple
 
@@ -122,6 +134,7 @@ from kleene.reference.predicates import Others, holds
 from kleene.reference.semantics import (
     binds,
     conjuncts,
+    has_selector,
     nullable,
     reads_prev,
     single_event,
@@ -203,6 +216,9 @@ class _Context:
     budget: int | None
     produced: int = 0
     defers: bool = True  # some FILTER names an outer variable (else nothing to resolve)
+    selectors: bool = False  # the pattern holds a nested selector (read from a position)
+    memo: dict[Any, set[Valuation]] = field(default_factory=dict)
+    written: dict[int, ast.Pattern] = field(default_factory=dict)  # Repeat node -> written out
 
     def tracks(self, var: str) -> bool:
         return self.tracked is None or var in self.tracked
@@ -414,9 +430,12 @@ def _not_event(pattern: ast.NotEvent, ctx: _Context) -> set[Valuation]:
     return out
 
 
-def _filter(pattern: ast.Filter, ctx: _Context) -> set[Valuation]:
+def _filter(
+    pattern: ast.Filter, ctx: _Context, found: set[Valuation] | None = None
+) -> set[Valuation]:
     """``φ FILTER θ``: the top-level conjuncts of θ naming a variable φ does not bind are
-    deferred (module docstring), the rest is checked here."""
+    deferred (module docstring), the rest is checked here.  ``found``: φ's valuations,
+    when the caller has them (read from a position, see :func:`_at`)."""
     inner = binds(pattern.pattern)
     now: list[ast.FilterExpr] = []
     later: list[ast.FilterAtom] = []
@@ -429,8 +448,24 @@ def _filter(pattern: ast.Filter, ctx: _Context) -> set[Valuation]:
             later.append(part)
         else:
             now.append(part)
+    if found is None:
+        found = _eval(pattern.pattern, ctx)
+    for k, part in enumerate(now):
+        if isinstance(part, ast.FilterOr) and not all(
+            _names(atom) <= inner for atom in _leaves(part)
+        ):
+            # `φ FILTER θ1 OR θ2` is `(φ FILTER θ1) OR (φ FILTER θ2)` (CORE's footnote 1):
+            # apart, each side defers its own atoms naming an outer variable.
+            rest = [*now[:k], *now[k + 1 :], *later]
+            out: set[Valuation] = set()
+            for side in (part.left, part.right):
+                cond = side
+                for other in rest:
+                    cond = ast.FilterAnd(other, cond)
+                out |= _filter(ast.Filter(pattern.pattern, cond), ctx, found)
+            return out
     out = set()
-    for v in _eval(pattern.pattern, ctx):
+    for v in found:
         if all(_satisfies(c, v, ctx.events) for c in now):
             if later:
                 extra = frozenset(
@@ -439,6 +474,13 @@ def _filter(pattern: ast.Filter, ctx: _Context) -> set[Valuation]:
                 v = v._replace(deferred=v.deferred | extra)
             out.add(v)
     return out
+
+
+def _leaves(cond: ast.FilterExpr) -> list[ast.FilterAtom]:
+    """The atoms of a FILTER condition."""
+    if isinstance(cond, ast.FilterAtom):
+        return [cond]
+    return _leaves(cond.left) + _leaves(cond.right)
 
 
 def _names(atom: ast.FilterAtom) -> frozenset[str]:
@@ -474,8 +516,140 @@ def _deferred_holds(
 
 
 def _eval(pattern: ast.Pattern, ctx: _Context) -> set[Valuation]:
+    if ctx.selectors:
+        if has_selector(pattern):  # read from the stream's start (thesis: i = 0)
+            return _at(pattern, ctx, 0)
+        key = id(pattern)
+        if key not in ctx.memo:
+            ctx.memo[key] = _eval_plain(pattern, ctx)
+        return ctx.memo[key]
+    return _eval_plain(pattern, ctx)
+
+
+def _eval_plain(pattern: ast.Pattern, ctx: _Context) -> set[Valuation]:
     found = _eval_node(pattern, ctx)
     return _resolve(pattern, found, ctx) if ctx.defers else found
+
+
+# ------------------------------------------------------------ nested selectors
+# The CEL thesis evaluates a formula *from a position*: ``⟦ρ⟧(S, i, ν)`` holds the matches
+# of ρ that start at ``i`` or later, and ``ρ1 ; ρ2`` reads ρ2 from ``max(M1) + 1``.  Without
+# selectors that is only "start >= i" on the bottom-up valuations; a selector ``SEL(ρ)``
+# read from ``i`` compares a match of ρ with the matches of ρ read from ``i`` that end at
+# the same position (docs/semantics.md, "Nested selectors").  So patterns holding a
+# selector are evaluated top-down, per position, memoized: ``_at(φ, ctx, i)``.
+
+
+def _at(pattern: ast.Pattern, ctx: _Context, i: int) -> set[Valuation]:
+    """``⟦pattern⟧`` read from position ``i``: its matches that start at ``i`` or later."""
+    if not has_selector(pattern):
+        return {v for v in _eval(pattern, ctx) if v.start >= i}
+    key = (id(pattern), i)
+    if key not in ctx.memo:
+        found = _at_node(pattern, ctx, i)
+        ctx.memo[key] = _resolve(pattern, found, ctx) if ctx.defers else found
+    return ctx.memo[key]
+
+
+def _then(
+    left: set[Valuation], right: ast.Pattern, contiguous: bool, ctx: _Context
+) -> set[Valuation]:
+    """``V1 ; V2`` for every ``V1`` in ``left`` and ``V2`` of ``right`` read from ``V1.end + 1``."""
+    by_end: dict[int, list[Valuation]] = defaultdict(list)
+    for v1 in left:
+        by_end[v1.end].append(v1)
+    out: set[Valuation] = set()
+    for end, group in by_end.items():
+        out |= _sequence(group, _at(right, ctx, end + 1), contiguous, ctx)
+    return out
+
+
+def _plus_at(
+    pattern: ast.Pattern, contiguous: bool, ctx: _Context, i: int
+) -> set[Valuation]:
+    """``⟦φ+⟧`` read from ``i``: ``⟦φ⟧(i) ∪ ⟦φ ; φ+⟧(i)``, each iteration read after the last."""
+    key = (id(pattern), "+", contiguous, i)
+    if key in ctx.memo:
+        return ctx.memo[key]
+    first = _at(pattern, ctx, i)
+    out = set(first)
+    by_end: dict[int, list[Valuation]] = defaultdict(list)
+    for v1 in first:
+        by_end[v1.end].append(v1)
+    for end, group in by_end.items():
+        out |= _sequence(group, _plus_at(pattern, contiguous, ctx, end + 1), contiguous, ctx)
+    ctx.memo[key] = out
+    return out
+
+
+def _written_out(pattern: ast.Repeat, ctx: _Context) -> ast.Pattern:
+    """``φ{n,m}`` as the union of its ``k``-fold sequences (``φ{n,}``: ``φ^n ; φ*``), built once
+    per node (the memo is keyed by node identity)."""
+    built = ctx.written.get(id(pattern))
+    if built is None:
+        inner, glue = pattern.pattern, pattern.contiguous
+
+        def power(k: int) -> ast.Pattern:
+            chain = inner
+            for _ in range(k - 1):
+                chain = ast.Seq(chain, inner, glue)
+            return chain
+
+        low = max(pattern.low, 1)
+        if pattern.high is None:
+            tail: ast.Pattern = ast.Iter(inner, glue)
+            node = tail if pattern.low == 0 else ast.Or(power(low), ast.Seq(power(low), tail, glue))
+        else:
+            node = power(low)
+            for k in range(low + 1, pattern.high + 1):
+                node = ast.Or(node, power(k))
+        built = ctx.written[id(pattern)] = node
+    return built
+
+
+def _at_node(pattern: ast.Pattern, ctx: _Context, i: int) -> set[Valuation]:
+    if isinstance(pattern, ast.Selector):
+        inner = _at(pattern.pattern, ctx, i)
+        kept = select_matches(pattern.strategy, {v.positions for v in inner}, ctx.positions)
+        return {v for v in inner if v.positions in kept}
+    if isinstance(pattern, ast.As):
+        inner = _at(pattern.pattern, ctx, i)
+        if not ctx.tracks(pattern.var):
+            return inner
+        return {
+            v._replace(
+                bindings=frozenset(b for b in v.bindings if b[0] != pattern.var)
+                | {(pattern.var, v.positions)}
+            )
+            for v in inner
+        }
+    if isinstance(pattern, ast.Filter):
+        return _filter(pattern, ctx, _at(pattern.pattern, ctx, i))
+    if isinstance(pattern, ast.Or):
+        return _at(pattern.left, ctx, i) | _at(pattern.right, ctx, i)
+    if isinstance(pattern, ast.Seq):
+        left = _at(pattern.left, ctx, i)
+        out = _then(left, pattern.right, pattern.contiguous, ctx)
+        if nullable(pattern.right):  # ψ ; ε = ψ
+            out |= left
+        if nullable(pattern.left):  # ε ; ψ = ψ
+            out |= _at(pattern.right, ctx, i)
+        return out
+    if isinstance(pattern, ast.Iter):
+        return _plus_at(pattern.pattern, pattern.contiguous, ctx, i)
+    if isinstance(pattern, ast.Star):
+        return _plus_at(pattern.pattern, False, ctx, i)
+    if isinstance(pattern, ast.Repeat):
+        return _at(_written_out(pattern, ctx), ctx, i)
+    if isinstance(pattern, ast.And):
+        return _and(_at(pattern.left, ctx, i), _at(pattern.right, ctx, i), ctx)
+    if isinstance(pattern, ast.All):
+        return _all(_at(pattern.left, ctx, i), _at(pattern.right, ctx, i), ctx)
+    if isinstance(pattern, ast.Unless):  # the thesis reads φ2 from i too, inside the span
+        return _unless(_at(pattern.left, ctx, i), _at(pattern.right, ctx, i))
+    if isinstance(pattern, ast.NotEvent):
+        return {v for v in _not_event(pattern, ctx) if v.start >= i}
+    raise TypeError(f"not a pattern: {pattern!r}")
 
 
 def _names_outer(pattern: ast.Pattern) -> bool:
@@ -549,6 +723,8 @@ def _eval_node(pattern: ast.Pattern, ctx: _Context) -> set[Valuation]:
         return _unless(_eval(pattern.left, ctx), _eval(pattern.right, ctx))
     if isinstance(pattern, ast.NotEvent):
         return _not_event(pattern, ctx)
+    if isinstance(pattern, ast.Selector):
+        return _at(pattern, ctx, 0)
     raise TypeError(f"not a pattern: {pattern!r}")
 
 
@@ -565,7 +741,7 @@ def pattern_variables(pattern: ast.Pattern) -> frozenset[str]:
         return pattern_variables(pattern.pattern) | _filter_variables(pattern.condition)
     if isinstance(pattern, ast.Seq | ast.Or | ast.And | ast.All | ast.Unless):
         return pattern_variables(pattern.left) | pattern_variables(pattern.right)
-    if isinstance(pattern, ast.Iter | ast.NotEvent | ast.Star | ast.Repeat):
+    if isinstance(pattern, ast.Iter | ast.NotEvent | ast.Star | ast.Repeat | ast.Selector):
         return pattern_variables(pattern.pattern)
     raise TypeError(f"not a pattern: {pattern!r}")
 
@@ -582,7 +758,7 @@ def _read_variables(pattern: ast.Pattern) -> frozenset[str]:
         return frozenset()
     if isinstance(pattern, ast.Filter):
         return _read_variables(pattern.pattern) | _filter_variables(pattern.condition)
-    if isinstance(pattern, ast.As | ast.Iter | ast.NotEvent | ast.Star | ast.Repeat):
+    if isinstance(pattern, ast.As | ast.Iter | ast.NotEvent | ast.Star | ast.Repeat | ast.Selector):
         return _read_variables(pattern.pattern)
     if isinstance(pattern, ast.Seq | ast.Or | ast.And | ast.All | ast.Unless):
         return _read_variables(pattern.left) | _read_variables(pattern.right)
@@ -712,6 +888,7 @@ def evaluate_pattern(
     tracked = frozenset(variables) if variables is not None else pattern_variables(pattern)
     ctx = _context(events, range(len(events)), type_key, None, tracked, lambda s, e: True, budget)
     ctx.defers = _names_outer(pattern)
+    ctx.selectors = has_selector(pattern)
     return _eval(pattern, ctx)
 
 
@@ -751,13 +928,19 @@ def evaluate(
         admissible, tracked = (lambda s, e: True), None
 
     defers = _names_outer(query.where)
+    selectors = has_selector(query.where)
     # Per partition: its substream and its matches by end position.
     parts = _partitions(query, events, stream_key)
     by_end: dict[int, list[tuple[tuple[Any, ...], Valuation]]] = defaultdict(list)
     for key, positions in parts.items():
         ctx = _context(events, positions, type_key, stream_key, tracked, admissible, budget)
         ctx.defers = defers
-        for v in _eval(query.where, ctx):
+        ctx.selectors = selectors
+        if selectors:
+            found = _from_window_start(query, ctx, times)
+        else:
+            found = _eval(query.where, ctx)
+        for v in found:
             if final(v.start, v.end):
                 by_end[v.end].append((key, v))
 
@@ -786,6 +969,32 @@ def evaluate(
             point = _consumption_point(query.consume, key)
             if emitted and point is not None:
                 consumed[point] = end
+    return out
+
+
+def _from_window_start(
+    query: ast.Query, ctx: _Context, times: Sequence[int] | None
+) -> set[Valuation]:
+    """WHERE's matches when it holds a nested selector: a match ending at ``e`` is read from
+    the first position its window allows (0 without one), so that a selector at the start
+    of the pattern compares with the matches that fit the same window, as the query's own
+    strategy does (``WHERE MAX(p)`` is ``SELECT MAX * WHERE p``).  An attribute window
+    does not say where it starts (the attribute need not grow): read from 0."""
+    window = query.within
+    first: dict[int, int] = {}
+    for e in ctx.positions:
+        if isinstance(window, ast.EventsWindow):
+            first[e] = max(0, e - window.count)
+        elif isinstance(window, ast.DurationWindow) and times is not None:
+            first[e] = bisect_left(times, times[e] - window.nanos)
+        else:
+            first[e] = 0
+    ends_from: dict[int, set[int]] = defaultdict(set)
+    for e, i in first.items():
+        ends_from[i].add(e)
+    out: set[Valuation] = set()
+    for i, ends in ends_from.items():
+        out |= {v for v in _at(query.where, ctx, i) if v.end in ends}
     return out
 
 

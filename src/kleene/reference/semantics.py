@@ -22,6 +22,8 @@ with the engine's counterpart (``kleene.language.variables``,
   (``AS`` names and event types; not ``_``, not inside ``NOT(...)`` or on the right
   of ``UNLESS``, which bind nothing outside): a FILTER naming another variable reads
   the nearest enclosing pattern that binds it (docs/semantics.md, issue 18).
+* :func:`has_selector`: does a pattern hold a nested selector (``MAX(p)``...), whose
+  matches depend on where the enclosing pattern lets it start.
 * :func:`vdef_plus` and :func:`safety_violations`: the CEL thesis's safe
   formulas (§5.1): for every ``φ1 OP φ2`` with OP in {``;``, AND, ALL},
   ``vdef₊(φ1) ∩ vdef₊(φ2) = ∅``, where ``vdef₊`` are the variables defined by
@@ -43,6 +45,7 @@ __all__ = [
     "ONE_EVENT_NODES",
     "binds",
     "conjuncts",
+    "has_selector",
     "nullable",
     "reads_prev",
     "safety_violations",
@@ -79,7 +82,7 @@ def shortest(pattern: ast.Pattern) -> int:
             return shortest(left) + shortest(right)
         case ast.Or(left=left, right=right):
             return min(shortest(left), shortest(right))
-        case ast.As(pattern=inner) | ast.Filter(pattern=inner):
+        case ast.As(pattern=inner) | ast.Filter(pattern=inner) | ast.Selector(pattern=inner):
             return max(1, shortest(inner))
         case ast.And(left=left, right=right):
             return max(1, shortest(left), shortest(right))
@@ -111,6 +114,11 @@ def _subpatterns(pattern: ast.Pattern) -> Iterator[ast.Pattern]:
             child = getattr(node, name, None)
             if child is not None:  # a pattern's children are patterns (a FILTER's
                 todo.append(child)  # condition is under ``condition``, not walked)
+
+
+def has_selector(pattern: ast.Pattern) -> bool:
+    """Is there a ``STRICT(...)``, ``NEXT(...)``, ``LAST(...)`` or ``MAX(...)`` in ``pattern``?"""
+    return any(isinstance(node, ast.Selector) for node in _subpatterns(pattern))
 
 
 def single_event(pattern: ast.Pattern) -> bool:
@@ -182,7 +190,7 @@ def vdef_plus(pattern: ast.Pattern) -> frozenset[str]:
             return frozenset()
         case ast.As(pattern=inner, var=var):
             return vdef_plus(inner) | {var}
-        case ast.Filter(pattern=inner):
+        case ast.Filter(pattern=inner) | ast.Selector(pattern=inner):
             return vdef_plus(inner)
         case ast.Repeat(pattern=inner, low=low, high=high):
             return vdef_plus(inner) if (low > 0 or high is not None) else frozenset()
@@ -224,6 +232,6 @@ def binds(pattern: ast.Pattern) -> frozenset[str]:
         return binds(pattern.pattern) | {pattern.var}
     if isinstance(pattern, ast.Unless):
         return binds(pattern.left)
-    if isinstance(pattern, ast.Filter | ast.Iter | ast.Star | ast.Repeat):
+    if isinstance(pattern, ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.Selector):
         return binds(pattern.pattern)
     return binds(pattern.left) | binds(pattern.right)

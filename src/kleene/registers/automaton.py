@@ -772,7 +772,7 @@ def _collect_types(p: ast.Pattern, out: list[str]) -> None:
         if p.name not in out and p.name != WILDCARD:
             out.append(p.name)
         return
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent | ast.Selector):
         _collect_types(p.pattern, out)
     else:
         _collect_types(p.left, out)
@@ -784,7 +784,7 @@ def _collect_streams(p: ast.Pattern, out: list[str]) -> None:
         if p.stream is not None and p.stream not in out:
             out.append(p.stream)
         return
-    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent):
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat | ast.NotEvent | ast.Selector):
         _collect_streams(p.pattern, out)
     else:
         _collect_streams(p.left, out)

@@ -41,7 +41,7 @@ misses on more than :data:`MISS_LIMIT` of the events.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kleene.language import ast
 from kleene.limits import Limits
@@ -49,10 +49,12 @@ from kleene.registers.automaton import SRT
 from kleene.registers.index import applies
 from kleene.registers.pairs import pair_plan
 from kleene.registers.runtime import RegisterEngine
-from kleene.registers.windowed import Edge, Unrolling
+
+if TYPE_CHECKING:  # the unrolling is imported when this runtime is chosen (start-up time)
+    from kleene.registers.windowed import Edge
 
 Found = list[tuple[int, tuple[int, ...]]]
-Step = tuple[int, Edge]
+Step = tuple[int, "Edge"]
 """``(depth of the node, edge)``: an edge leaving a node of a subset."""
 CACHE_LIMIT = 200_000
 """Cached subset transitions before the cache starts over (bounds memory, as LazyDFA does)."""
@@ -135,6 +137,8 @@ class WindowedEngine(RegisterEngine):
             raise ValueError("the windowed runtime does not evaluate UNLESS: use the runs")
         self.pairs = None
         self.depth = int(window) + 1
+        from kleene.registers.windowed import Unrolling
+
         self.tree = Unrolling(srt, self.depth, strict=self.strict)
         self.parts: dict[Hashable, _Partition] = {}
         self.subsets: list[frozenset[int]] = []

@@ -17,11 +17,14 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from kleene.runtime.enumeration import Columns, Found
+from kleene.runtime.enumeration import Columns, Count, Found
 
-FoundSink = list[Found] | Columns
-"""Where an engine appends complex events: a list of ``Found`` tuples, or the bulk path's
-``Columns`` (which takes the same tuples), so engines need not know which path they fill."""
+FoundSink = list[Found] | Columns | Count
+"""Where an engine appends complex events: a list of ``Found`` tuples, the bulk path's
+``Columns``, or a ``Count`` that keeps only their number (both take the same tuples, so
+engines need not know which path they fill).  An engine that can count without building
+complex events does so into a ``Count`` (``add(n)``); one that cannot appends its tuples,
+which are counted."""
 
 
 class BatchEngine(Protocol):

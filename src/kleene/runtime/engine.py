@@ -49,7 +49,7 @@ from kleene.automata.determinize import LazyDFA
 from kleene.limits import CHECK_EVERY, Limits
 from kleene.native import load
 from kleene.runtime.contract import FoundSink
-from kleene.runtime.enumeration import Found, enumerate_node
+from kleene.runtime.enumeration import Count, Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
 from kleene.runtime.lookahead import Lookahead
 from kleene.runtime.maximal import MaxEvaluator, MaxRules, supported
@@ -111,10 +111,12 @@ class Engine:
         """Skips the events no final-capable event follows within the window (runtime/lookahead.py)."""
         self.steps = 0
         """How many events went through Algorithm 1 (the others were skipped)."""
+        self.counting = False
+        """The sink of the latest batch was a :class:`Count`: NEXT's evaluators then build no match."""
         if settings.strategy == "NEXT":
             rules = NxtRules(dfa)
             self._new: Callable[[], Evaluator | NxtEvaluator | MaxEvaluator] = (
-                lambda: NxtEvaluator(dfa, rules)
+                lambda: NxtEvaluator(dfa, rules, count_only=self.counting)
             )
         elif settings.strategy == "MAX" and supported(dfa):
             max_rules = MaxRules(dfa)
@@ -164,6 +166,8 @@ class Engine:
         n = len(positions)
         if n == 0:
             return
+        if (out.__class__ is Count) != self.counting:
+            self._count_only(out.__class__ is Count)
         window = self.settings.window
         bits = np.asarray(bits, dtype=np.uint64)
         pos_arr = np.asarray(positions)
@@ -409,10 +413,24 @@ class Engine:
         else:
             ev.clear()
 
+    def _count_only(self, counting: bool) -> None:
+        """Say to NEXT's evaluators whether their matches are only counted (a :class:`Count` sink)."""
+        self.counting = counting
+        for ev in (self.single, *self.partitions.values()):
+            if isinstance(ev, NxtEvaluator):
+                ev.count_only = counting
+
     def _select(
         self, outputs: list[Node], tau: float, out: FoundSink, limit: int, end: int, key: Hashable
     ) -> int:
-        """The complex events ending at ``end`` that the strategy keeps; how many."""
+        """The complex events ending at ``end`` that the strategy keeps; how many.
+
+        Counted (a :class:`Count` sink), LAST needs no selection: it keeps one complex event
+        wherever some complex event ends here inside the window, that is, wherever an output
+        node's maximum start is inside it (O(1) per end).
+        """
+        if out.__class__ is Count and self.settings.strategy == "LAST":
+            return out.add(1 if any(n[1] >= tau for n in outputs) else 0)
         if self.settings.strategy == "MAX":
             chosen = maximal_matches(outputs, tau)
             if self.projector is None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Hashable, Iterable
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -37,7 +37,7 @@ Found = tuple[int, int, tuple[int, ...], Hashable]
 def enumerate_node(
     node: Node,
     tau: int | float,
-    out: list[Found] | Columns,
+    out: list[Found] | Columns | Count,
     limit: int,
     end: int,
     key: Hashable = None,
@@ -47,9 +47,12 @@ def enumerate_node(
     Only complex events that start at ``tau`` or later are enumerated (the
     window).  Stops after ``limit`` complex events; returns how many were
     appended.  A :class:`Columns` ``out`` gets the same complex events in
-    columns (:meth:`Columns.add_node`).
+    columns (:meth:`Columns.add_node`), a :class:`Count` only their number
+    (:func:`count_node`, :func:`count_filtered`).
     """
     if node[0] == FILTER:
+        if out.__class__ is Count:
+            return out.add(count_filtered(node, tau, limit))
         found = enumerate_filtered(node, tau, limit, end, key)
         out.extend(found)
         return len(found)
@@ -125,6 +128,128 @@ def enumerate_filtered(node: Node, tau: int | float, limit: int, end: int, key: 
                         return found
                 break
     return found
+
+
+def count_node(node: Node, tau: int | float, limit: int) -> int:
+    """How many complex events :func:`enumerate_node` would give for ``node``, without them.
+
+    ``min(limit, c)`` where ``c`` counts the complex events of ``node`` that start at ``tau``
+    or later.  A node whose maximum start is inside the window holds at least one (the walk
+    down its left children ends at a bottom node with that start), so with ``limit`` 1 the
+    answer is read off the node: O(1).  Otherwise :func:`count_dag`.
+    """
+    if node[1] < tau or limit <= 0:
+        return 0
+    if limit == 1:
+        return 1
+    return count_dag(node, tau, limit, None, 0)
+
+
+def count_filtered(node: Node, tau: int | float, limit: int) -> int:
+    """How many complex events :func:`enumerate_filtered` would give for a MAX gate, without them."""
+    _, _, inner, late, hi = node
+    if inner[1] < tau or inner[4] > hi or limit <= 0:
+        return 0
+    return count_dag(inner, tau, limit, late, hi)
+
+
+def count_dag(
+    node: Node, tau: int | float, limit: int, late: Any, hi: int | float, memo: dict[int, int] | None = None
+) -> int:
+    """The complex events below ``node`` (inside the window, and through a MAX gate when
+    ``late`` is given), counted as paths to bottom nodes: at most ``limit``.
+
+    A dynamic program over the DAG, children before parents, one explicit stack, left child
+    first: an output node has its child's count, a union node the sum of its children's, a
+    bottom node 1 (under a gate: if ``late[start] < tau``).  A node whose maximum start is
+    before ``tau`` (under a gate: whose earliest start is after ``hi``) counts 0 and is not
+    entered, and each node is evaluated once per call (memo by ``id``; shared sub-DAGs are
+    counted once, not once per complex event through them).  Counts saturate at ``limit``,
+    and a union node whose left child reaches ``limit`` does not enter its right child.  So
+    the cost is at most the number of nodes holding a complex event in the window, and never
+    more than the walk that lists the first ``limit`` complex events; no positions are
+    collected.  ``memo`` (given empty) is left holding the count of every node evaluated: what
+    a test counts as the work.
+    """
+    if memo is None:
+        memo = {}
+    get = memo.get
+    stack = [node]
+    pop, push = stack.pop, stack.append
+    while stack:
+        n = stack[-1]
+        key = id(n)
+        if key in memo:
+            pop()
+            continue
+        kind = n[0]
+        if kind == OUTPUT:
+            child = n[3]
+            if late is not None and child[4] > hi:
+                value = 0
+            else:
+                below = get(id(child))
+                if below is None:
+                    push(child)
+                    continue
+                value = below
+        elif kind == UNION:
+            left, right = n[2], n[3]
+            if late is not None and left[4] > hi:
+                lv = 0
+            else:
+                found = get(id(left))
+                if found is None:
+                    push(left)
+                    continue
+                lv = found
+            value = lv
+            if lv < limit and right[1] >= tau and (late is None or right[4] <= hi):
+                rv = get(id(right))
+                if rv is None:
+                    push(right)
+                    continue
+                value = min(limit, lv + rv)
+        else:  # BOTTOM: entered only inside the window
+            value = 1 if late is None or late[n[2]] < tau else 0
+        memo[key] = value
+        pop()
+    return memo[id(node)]
+
+
+class Count:
+    """A sink that keeps only the number of complex events: ``Query.count``, ``kleene run --count``.
+
+    Engines that know it add numbers (:meth:`add`) where they can count without building
+    complex events: :func:`enumerate_node` counts a tECS node's complex events
+    (:func:`count_node`), LAST and NEXT count whether a match ends at an event
+    (:meth:`kleene.runtime.engine.Engine.count_selected`).  It takes :data:`Found` tuples
+    too (``append``, ``extend``), like a list, so every engine fills it and counts exactly
+    what it would have listed.
+    """
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def add(self, n: int) -> int:
+        """Count ``n`` more complex events; returns ``n``."""
+        self.n += n
+        return n
+
+    def append(self, found: Found) -> None:
+        self.n += 1
+
+    def extend(self, found: Iterable[Found]) -> None:
+        self.n += len(found) if isinstance(found, list | tuple) else sum(1 for _ in found)
+
+    def add_node(self, node: Node, tau: int | float, limit: int, end: int, key: Hashable) -> int:
+        """:meth:`Columns.add_node`, counted (:func:`count_node`)."""
+        return self.add(count_node(node, tau, limit))
 
 
 class Columns:

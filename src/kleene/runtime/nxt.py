@@ -49,9 +49,11 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from kleene.automata.determinize import LazyDFA
+from kleene.native import load
 
 Config = tuple[frozenset[int], ...]
 """The state sets of a group's entries, best entry first."""
@@ -179,10 +181,15 @@ class _Group:
 class NxtEvaluator:
     """NEXT over one (sub)stream: feed events with :meth:`step` (the engine's evaluator interface)."""
 
-    __slots__ = ("rules", "groups", "moved", "starts", "table", "active_key", "_sweep_at", "_steps")
+    __slots__ = (
+        "rules", "groups", "moved", "starts", "table", "active_key", "count_only", "_sweep_at", "_steps",
+    )
 
-    def __init__(self, dfa: LazyDFA, rules: NxtRules | None = None) -> None:
+    def __init__(self, dfa: LazyDFA, rules: NxtRules | None = None, *, count_only: bool = False) -> None:
         self.rules = rules if rules is not None else NxtRules(dfa)
+        self.count_only = count_only
+        """Only the number of matches is wanted (a count sink): :meth:`step` returns the chosen
+        start with no positions, and the match's chain is never walked (O(1) per end)."""
         self.groups: list[_Group] = []
         self.moved: dict[int, list[Record]] = {}
         """Per start position: its moves, newest first."""
@@ -248,6 +255,8 @@ class NxtEvaluator:
         if best is None:
             return []
         start = best[1]
+        if self.count_only:
+            return [(start, ())]
         if start == pos:
             return [(pos, (pos,))]
         return [(start, self._match(start, best_chain, pos))]
@@ -277,30 +286,9 @@ class NxtEvaluator:
 
     def _match(self, start: int, chain: Chain, end: int) -> tuple[int, ...]:
         """The positions of the best match of ``start``, ending at ``end``, from its entry's chain."""
-        found = [end]
-        append = found.append
         # Moves at this very event came after the output was taken.
         records = [r for r in self.moved.get(start, ()) if r[0] < end]
-        for moved_at, heads, own, theirs in records:
-            # Walk to the larger group's head recorded at this move, then switch to the
-            # start's own head for the same entry.  Nodes are made at their position, so
-            # the marks after the move (position > moved_at) are passed without a lookup.
-            while chain is not None:
-                if chain[0] > moved_at:
-                    append(chain[0])
-                    chain = chain[2]
-                    continue
-                j = heads.get(id(chain))
-                if j is not None and theirs[j] is chain:
-                    chain = own[j]
-                    break
-                append(chain[0])
-                chain = chain[2]
-        while chain is not None:  # past the last move: the start's own marks only
-            append(chain[0])
-            chain = chain[2]
-        found.reverse()
-        return tuple(found)
+        return WALK_MATCH(records, chain, end)
 
     def _refresh(self) -> None:
         states = self.rules.states
@@ -328,3 +316,42 @@ class NxtEvaluator:
         while starts and starts[0][0] < tau:
             self.moved.pop(starts.popleft()[1], None)
         self._sweep_at = self._steps + SWEEP_STEPS
+
+
+def walk_match(records: list[Record], chain: Chain, end: int) -> tuple[int, ...]:
+    """The positions of a match, ascending: ``end``, then the marks of ``chain`` across the
+    start's moves ``records`` (oldest last, each before ``end``).
+
+    Walk to the larger group's head recorded at each move, then switch to the start's own
+    head for the same entry.  Nodes are made at their position, so the marks after the move
+    (position > moved_at) are passed without a lookup.  ``kleene.runtime._nxt.walk_match`` is
+    its compiled twin (:mod:`kleene.native`).
+    """
+    found = [end]
+    append = found.append
+    for moved_at, heads, own, theirs in records:
+        while chain is not None:
+            if chain[0] > moved_at:
+                append(chain[0])
+                chain = chain[2]
+                continue
+            j = heads.get(id(chain))
+            if j is not None and theirs[j] is chain:
+                chain = own[j]
+                break
+            append(chain[0])
+            chain = chain[2]
+    while chain is not None:  # past the last move: the start's own marks only
+        append(chain[0])
+        chain = chain[2]
+    found.reverse()
+    return tuple(found)
+
+
+PURE_WALK_MATCH = walk_match
+"""The pure-Python :func:`walk_match`: the readable reference of ``kleene.runtime._nxt``."""
+_compiled = load("kleene.runtime._nxt")
+WALK_MATCH: Callable[[list[Record], Chain, int], tuple[int, ...]] = (
+    walk_match if _compiled is None else _compiled.walk_match
+)
+"""Reading a match: :func:`walk_match`, or its compiled twin when that is built."""

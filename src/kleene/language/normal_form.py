@@ -1,0 +1,86 @@
+"""A FILTER's OR distributed over its pattern where a side names an enclosing variable.
+
+The CEL thesis's LP normal form (Thm 5.3) puts each unary condition on the
+variable it filters: it lifts a condition naming an enclosing pattern's
+variable to that pattern (kleene does this step in
+:mod:`kleene.language.scopes`), after unfolding the filters (step 2):
+``φ FILTER (θ1 OR θ2)`` becomes ``(φ FILTER θ1) OR (φ FILTER θ2)``.  That is
+CORE's own reading of an OR of conditions (the paper's footnote 1), so the
+rewrite changes no result; it lets each side's atoms be lifted on their own.
+Without it an atom naming an outer variable under an OR of conditions was
+refused ("one side of an OR of conditions; write the OR as an OR of
+patterns"): ``A AS a ; (B AS b FILTER a[v > 4] OR b[w > 1]) ; C`` now runs as
+``A AS a ; ((B AS b FILTER a[v > 4]) OR (B AS b FILTER b[w > 1])) ; C``.
+
+Only FILTERs with such an atom under an OR are rewritten (an OR of local
+conditions stays one FILTER, evaluated in one place); each unfolding doubles
+the FILTER's pattern, so ``k`` such ORs in one FILTER give ``2^k`` copies
+(the thesis's exponential bound), which the parser's limits keep small.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kleene.language import ast
+from kleene.language.conditions import var_attrs
+from kleene.language.variables import bound_variables
+
+__all__ = ["unfold_outer_ors"]
+
+
+def unfold_outer_ors(query: ast.Query) -> ast.Query:
+    """``query`` with every FILTER whose OR names an enclosing variable unfolded (the same
+    object when there is none)."""
+    where = _unfold(query.where)
+    return query if where is query.where else dataclasses.replace(query, where=where)
+
+
+def _unfold(p: ast.Pattern) -> ast.Pattern:
+    changes = {
+        name: new
+        for name in ("pattern", "left", "right")
+        if isinstance(old := getattr(p, name, None), ast.Pattern)
+        and (new := _unfold(old)) is not old
+    }
+    if changes:
+        p = dataclasses.replace(p, **changes)  # type: ignore[arg-type]
+    if not isinstance(p, ast.Filter):
+        return p
+    inner = bound_variables(p.pattern)
+    parts = _conjuncts(p.condition)
+    for k, part in enumerate(parts):
+        if isinstance(part, ast.FilterOr) and any(
+            not _names(atom) <= inner for atom in _atoms(part)
+        ):
+            rest = parts[:k] + parts[k + 1 :]
+            sides = [
+                _unfold(ast.Filter(p.pattern, _and([*rest, side]), p.span))
+                for side in (part.left, part.right)
+            ]
+            return ast.Or(sides[0], sides[1], p.span)
+    return p
+
+
+def _conjuncts(cond: ast.FilterExpr) -> list[ast.FilterExpr]:
+    if isinstance(cond, ast.FilterAnd):
+        return _conjuncts(cond.left) + _conjuncts(cond.right)
+    return [cond]
+
+
+def _and(parts: list[ast.FilterExpr]) -> ast.FilterExpr:
+    out = parts[0]
+    for part in parts[1:]:
+        out = ast.FilterAnd(out, part, out.span)
+    return out
+
+
+def _atoms(cond: ast.FilterExpr) -> list[ast.FilterAtom]:
+    if isinstance(cond, ast.FilterAtom):
+        return [cond]
+    return _atoms(cond.left) + _atoms(cond.right)
+
+
+def _names(atom: ast.FilterAtom) -> frozenset[str]:
+    """The variables an atom needs bound: its own and those it reads (``prev`` is its own)."""
+    return frozenset({atom.var} | {r.var for r in var_attrs(atom.pred) if not r.prev})

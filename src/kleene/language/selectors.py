@@ -1,0 +1,227 @@
+"""Nested selectors (``STRICT(p)``, ``NEXT(p)``, ``LAST(p)``, ``MAX(p)``) put in engine form.
+
+The oracle evaluates the selectors as written (:mod:`kleene.reference.oracle`); for the
+engines a query is rewritten, before it is checked and planned (docs/semantics.md,
+"Nested selectors"):
+
+* ``STRICT(p)`` anywhere: its matches are those of ``p`` whose events are
+  contiguous in the (partition's) stream, which is ``p`` with every ``;``
+  made ``:``, ``+`` made ``:+``, ``*`` and ``{n,m}`` made ``:{...}``, through
+  OR, AS, FILTER (an interval made of intervals that follow each other), AND
+  (both sides have the same events) and UNLESS's left side (its right side is
+  another pattern, kept as written); an event pattern is an interval.  This is
+  the thesis's Thm 7.4 (two copies of the automaton: skip before the first
+  mark, never after) done on the formula, so both engines get it for free.
+* ``NEXT``/``LAST``/``MAX(p)`` as the whole WHERE clause (under ``AS`` too):
+  the query's strategy, ``SELECT MAX * WHERE p``; the strategies compose
+  (``NEXT(MAX(p))`` is ``NEXT(p)``, since ⊆ refines ≤_next, and ``MAX(NEXT(p))``
+  is ``NEXT(p)``, one match per end).
+* ``NEXT``/``LAST``/``MAX(p)`` right after the left side of ``;`` or ``:``
+  (``H ; MAX(T+) ; H``, also under OR, AS, FILTER, or starting an iteration or a
+  repetition there): kept, and compiled in place by the tECS engine
+  (:mod:`kleene.automata.selection`).
+* everything else is refused with :class:`UnsupportedError` at the selector,
+  saying why: a NEXT/LAST/MAX at the start of the pattern (its competitors
+  start where the window of the whole match starts, unknown when its part
+  ends), of a side of AND/ALL/UNLESS, ``STRICT`` over
+  ``ALL`` (the union of two matches is an interval without each being one) or
+  over NEXT/LAST/MAX, and a selector inside ``NOT(...)`` (one event).  The
+  register engine (conditions between events) takes no nested NEXT/LAST/MAX
+  (the planner refuses it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kleene.language import ast
+from kleene.language.errors import QueryError, UnsupportedError
+from kleene.language.variables import nullable
+
+__all__ = ["desugar_selectors", "first_selector", "has_selectors"]
+
+_CHOOSING = ("NEXT", "LAST", "MAX")
+
+
+def has_selectors(p: ast.Pattern) -> bool:
+    """Does ``p`` hold a ``STRICT(...)``, ``NEXT(...)``, ``LAST(...)`` or ``MAX(...)``?"""
+    todo = [p]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Selector):
+            return True
+        todo.extend(
+            child
+            for name in ("pattern", "left", "right")
+            if isinstance(child := getattr(node, name, None), ast.Pattern)
+        )
+    return False
+
+
+def desugar_selectors(query: ast.Query, text: str) -> ast.Query:
+    """``query`` without selectors in its pattern (the same object when it has none)."""
+    if not has_selectors(query.where):
+        return query
+    strategy = query.select.strategy
+    where = query.where
+    while True:
+        sel = where.pattern if isinstance(where, ast.As) else where
+        if not (isinstance(sel, ast.Selector) and sel.strategy in _CHOOSING):
+            break
+        strategy = _compose(strategy, sel, query, text)
+        if isinstance(where, ast.As):  # MAX(p) AS x is MAX(p AS x): AS keeps the events
+            where = ast.As(sel.pattern, where.var, where.span)
+        else:
+            where = sel.pattern
+    where = _Rewriter(text).pattern(where, strict=False)
+    select = dataclasses.replace(query.select, strategy=strategy)
+    return dataclasses.replace(query, select=select, where=where)
+
+
+def _compose(outer: ast.Strategy, sel: ast.Selector, query: ast.Query, text: str) -> ast.Strategy:
+    """The query's strategy once the whole pattern's selector ``sel`` joins ``outer``."""
+    why = None
+    if query.consume != "NONE":
+        why = (
+            "CONSUME BY removes matches before the query's strategy chooses, but after a "
+            f"selector on the whole pattern has: write SELECT {sel.strategy} * instead"
+        )
+    elif isinstance(query.within, ast.AttrWindow):
+        why = (
+            "a WITHIN n [attribute] window does not say where a match may start (the "
+            "attribute need not grow), which the selector's choice depends on"
+        )
+    elif outer == "STRICT":
+        why = "SELECT STRICT keeps the contiguous matches among those the selector chose"
+    if why is not None:
+        raise _refuse(f"{sel.strategy}(...) on the whole pattern is not supported here: {why}", sel, text)
+    if outer in ("ALL", "ANY") or sel.strategy in ("NEXT", "LAST"):
+        # NEXT and LAST (inside) keep one match per end: whatever chooses among them after
+        # keeps it.
+        return sel.strategy
+    # MAX inside NEXT, LAST or MAX: NEXT's and LAST's one match per end is maximal (⊆ refines
+    # their orders), so they choose the same among MAX's matches.
+    return outer
+
+
+def _refuse(message: str, node: ast.Selector | ast.Pattern, text: str) -> QueryError:
+    span = node.span
+    return UnsupportedError(message, span.line, span.column, text)
+
+
+class _Rewriter:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def pattern(self, p: ast.Pattern, strict: bool, entered: bool = False) -> ast.Pattern:
+        """``p`` without STRICT; ``strict``: only its contiguous matches (``STRICT(p)``).
+
+        ``entered``: ``p`` starts right after the left side of a ``;`` or ``:`` (which
+        cannot match nothing), the one place a nested NEXT, LAST or MAX is compiled in
+        place (kleene.automata.selection): its competitors start there.
+        """
+        if isinstance(p, ast.EventType):
+            return p
+        if isinstance(p, ast.Selector):
+            if p.strategy == "STRICT":
+                return self.pattern(p.pattern, strict=True, entered=entered)
+            if strict:
+                raise _refuse(
+                    f"STRICT over {p.strategy}(...) is not supported: the contiguous matches "
+                    f"among those {p.strategy} chose are not a rewrite into ':'",
+                    p,
+                    self.text,
+                )
+            if not entered:
+                raise _refuse(
+                    f"{p.strategy}(...) here is not supported: it chooses among the matches "
+                    "of its pattern that start where the enclosing pattern lets it start, "
+                    "which the engine knows only right after the left side of ';' or ':' "
+                    f"(write something before it, 'H ; {p.strategy}(T+) ; H', or apply it "
+                    f"to the whole pattern, SELECT {p.strategy} *); at the start of the "
+                    "pattern that is the start of the window of the whole match, not known "
+                    "when its part ends",
+                    p,
+                    self.text,
+                )
+            return dataclasses.replace(p, pattern=self.pattern(p.pattern, False, entered=True))
+        if isinstance(p, ast.NotEvent):
+            if has_selectors(p.pattern):
+                raise _refuse(
+                    "NOT(...) takes a single-event pattern: a selector has nothing to choose "
+                    "there",
+                    first_selector(p.pattern),
+                    self.text,
+                )
+            return p
+        if isinstance(p, ast.As | ast.Filter):
+            return dataclasses.replace(p, pattern=self.pattern(p.pattern, strict, entered))
+        # An iteration's first part is entered as the iteration is, the later ones after the
+        # previous one (kleene.automata.compile._Builder._iter_waiting).
+        if isinstance(p, ast.Iter):
+            return dataclasses.replace(
+                p,
+                pattern=self.pattern(p.pattern, strict, entered),
+                contiguous=p.contiguous or strict,
+            )
+        if isinstance(p, ast.Star):
+            inner = self.pattern(p.pattern, strict, entered)
+            if strict:
+                return ast.Repeat(inner, 0, None, True, p.span)
+            return dataclasses.replace(p, pattern=inner)
+        if isinstance(p, ast.Repeat):
+            return dataclasses.replace(
+                p,
+                pattern=self.pattern(p.pattern, strict, entered),
+                contiguous=p.contiguous or strict,
+            )
+        if isinstance(p, ast.Seq):
+            after = not nullable(p.left)
+            return dataclasses.replace(
+                p,
+                left=self.pattern(p.left, strict, entered),
+                right=self.pattern(p.right, strict, entered=after),
+                contiguous=p.contiguous or strict,
+            )
+        if isinstance(p, ast.Or):
+            return dataclasses.replace(
+                p,
+                left=self.pattern(p.left, strict, entered),
+                right=self.pattern(p.right, strict, entered),
+            )
+        if isinstance(p, ast.And):
+            return dataclasses.replace(
+                p, left=self.pattern(p.left, strict), right=self.pattern(p.right, strict)
+            )
+        if isinstance(p, ast.Unless):
+            return dataclasses.replace(
+                p, left=self.pattern(p.left, strict), right=self.pattern(p.right, False)
+            )
+        if isinstance(p, ast.All):
+            if strict:
+                raise _refuse(
+                    "STRICT(... ALL ...) is not supported: the union of two matches can be "
+                    "contiguous without either being so, which no rewrite into ':' says; "
+                    "write the orders out with ':' and OR",
+                    p,
+                    self.text,
+                )
+            return dataclasses.replace(
+                p, left=self.pattern(p.left, False), right=self.pattern(p.right, False)
+            )
+        raise TypeError(f"not a pattern: {p!r}")
+
+
+def first_selector(p: ast.Pattern) -> ast.Pattern:
+    """The first selector of ``p`` in reading order (``p`` itself if it has none): for carets."""
+    todo = [p]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Selector):
+            return node
+        todo.extend(
+            child
+            for name in ("right", "left", "pattern")
+            if isinstance(child := getattr(node, name, None), ast.Pattern)
+        )
+    return p

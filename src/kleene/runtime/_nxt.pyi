@@ -1,0 +1,3 @@
+from typing import Any
+
+def walk_match(records: list[Any], chain: Any, end: int) -> tuple[int, ...]: ...

@@ -1,0 +1,174 @@
+"""What a `kleene run` process loads and does at start and exit (issue 18, start-up).
+
+Each run is a fresh interpreter (``python -m kleene``, as the installed script runs
+:func:`kleene.console.main`) that writes, at exit, its ``sys.modules``, its environment's
+``OPENBLAS_NUM_THREADS`` and the number of frozen objects.  The second run of a query finds
+its parse in the cache (:mod:`kleene.language.query_cache`), so lark and the parser stay
+unloaded; the first run of the same query loads them (so the check can fail).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAIR = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] AND b[price < a.price] WITHIN 3 EVENTS"
+LAZY = ("lark", "kleene.language.parser", "kleene.language.limits", "kleene.registers.windowed")
+"""Not loaded by `kleene run` of a query parsed before (the pair query: the register engine)."""
+
+RECORD = """
+import atexit, gc, json, os, runpy, sys
+
+def record(path=sys.argv[1]):
+    with open(path, "w") as f:
+        json.dump({"modules": sorted(sys.modules), "blas": os.environ.get("OPENBLAS_NUM_THREADS"),
+                   "frozen": gc.get_freeze_count()}, f)
+
+atexit.register(record)
+sys.argv = ["kleene", *sys.argv[2:]]
+runpy.run_module("kleene", run_name="__main__", alter_sys=True)
+"""
+
+
+def run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], dict]:
+    report = tmp_path / "report.json"
+    full = {
+        **os.environ,
+        "KLEENE_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        **(env or {}),
+    }
+    full.pop("OPENBLAS_NUM_THREADS", None) if env is None or "OPENBLAS_NUM_THREADS" not in env else None
+    proc = subprocess.run(
+        [sys.executable, "-c", RECORD, str(report), *args], capture_output=True, text=True, env=full, timeout=120
+    )
+    return proc, json.loads(report.read_text())
+
+
+def loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
+
+
+@pytest.fixture
+def events(tmp_path: Path) -> Path:
+    path = tmp_path / "e.csv"
+    path.write_text("type,price\nSELL,120\nBUY,40\nSELL,90\nBUY,130\nBUY,41\n")
+    return path
+
+
+def test_a_query_run_again_loads_neither_lark_nor_the_parser(events: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    first, report = run(tmp_path, "run", PAIR, "--input", str(events), "--output", str(out))
+    assert first.returncode == 0, first.stderr
+    assert "lark" in report["modules"] and "kleene.language.parser" in report["modules"]
+    lines = out.read_text()
+    again, report = run(tmp_path, "run", PAIR, "--input", str(events), "--output", str(out))
+    assert again.returncode == 0, again.stderr
+    assert out.read_text() == lines
+    assert [json.loads(line)["positions"] for line in lines.splitlines()] == [[0, 1]]
+    assert "kleene.registers.runtime" in report["modules"]  # the register engine ran
+    assert loaded(report["modules"], LAZY) == []
+
+
+def test_the_process_runs_blas_on_one_thread_and_freezes_before_exit(events: Path, tmp_path: Path) -> None:
+    proc, report = run(tmp_path, "run", PAIR, "--input", str(events))
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == 1  # stdout flushed at exit
+    assert report["blas"] == "1"
+    assert report["frozen"] > 10_000  # pyarrow's, numpy's and kleene's objects
+    proc, report = run(tmp_path, "run", PAIR, "--input", str(events), env={"OPENBLAS_NUM_THREADS": "3"})
+    assert proc.returncode == 0 and report["blas"] == "3"  # the user's setting is kept
+
+
+def test_exit_codes_and_messages_are_the_commands(events: Path, tmp_path: Path) -> None:
+    bad, _ = run(tmp_path, "run", "SELECT * FROM S WHERE SELL as a; ; BUY", "--input", str(events))
+    assert bad.returncode == 2 and "query error" in bad.stderr and "^" in bad.stderr
+    missing, _ = run(tmp_path, "run", PAIR, "--input", str(tmp_path / "nope.csv"))
+    assert missing.returncode == 3 and "input error" in missing.stderr and "nope.csv" in missing.stderr
+    # The file is read while the query compiles: the query's error still comes first.
+    both, _ = run(tmp_path, "run", "SELECT * FROM S WHERE SELL as a; ; BUY", "--input", str(tmp_path / "nope.csv"))
+    assert both.returncode == 2 and "query error" in both.stderr and "nope.csv" not in both.stderr
+
+
+def test_the_installed_script_is_the_process_wrapper() -> None:
+    (script,) = entry_points(group="console_scripts", name="kleene")
+    assert script.value == "kleene.console:main"
+
+
+def test_the_command_line_is_parsed_before_the_engine_is_imported(tmp_path: Path) -> None:
+    """`kleene run` starts reading its file (kleene.io.prefetch) before it imports the engine,
+    so that the file is read while the engine's modules load: the parser of the command line
+    needs neither."""
+    script = (
+        "import json, sys\n"
+        "from kleene.cli import build_parser\n"
+        "build_parser().parse_args(['run', 'SELECT * WHERE A', '--input', 'x.csv'])\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    modules = json.loads(proc.stdout)
+    assert "kleene.cli.run" in modules and "kleene.io.prefetch" in modules
+    engine = ("kleene.api", "kleene.planning", "kleene.session", "kleene.evaluable", "kleene.registers")
+    assert loaded(modules, engine) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sync_file_range is Linux's")
+def test_the_output_is_sent_towards_the_disk_while_the_run_goes_on(tmp_path: Path) -> None:
+    """kleene.cli.output: after each batch the kernel is asked (and accepts) to start writing
+    the temporary file out, so the rename over an existing OUT finds little left to do."""
+    from kleene.cli.output import Output, start_writeback
+
+    final = tmp_path / "out.jsonl"
+    final.write_text("the previous run's\n")
+    output = Output(str(final))
+    assert output.temp is not None and start_writeback() is not None
+    for k in range(3):
+        output.writer.write({"batch": k, "text": "x" * 100_000})
+        output.writer.flush()
+        output.written()
+        output._wait()  # one at a time here, so that each is counted
+    output.commit()
+    assert output.writebacks == 3
+    lines = [json.loads(line) for line in final.read_text().splitlines()]
+    assert [line["batch"] for line in lines] == [0, 1, 2]
+    assert start_writeback()(final) and not start_writeback()(tmp_path / "missing")
+    to_stdout = Output("-")
+    to_stdout.written()
+    assert to_stdout.writebacks == 0 and to_stdout._flusher is None
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+def test_the_jsonl_writer_says_when_it_handed_bytes_to_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pure: bool
+) -> None:
+    """JsonlWriter(written=...) is called after the pieces of the bulk path (kleene run starts
+    the writeback there), and the lines are those written without it."""
+    import pyarrow as pa
+
+    import kleene
+    from kleene.io import writers
+
+    if pure:
+        monkeypatch.setattr(writers, "_jsonl", None)
+    events = pa.table({"type": ["SELL", "BUY", "SELL", "BUY"] * 500, "price": [120.0, 40.0, 150.0, 99.5] * 500})
+    query = kleene.compile(PAIR)
+    calls: list[int] = []
+    with_hook, without = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    hooked = writers.JsonlWriter(with_hook, written=lambda: calls.append(1))
+    plain = writers.JsonlWriter(without)
+    for found in query.match_batches(events, events=True):
+        hooked.write_batch(found)
+        plain.write_batch(found)
+    hooked.close()
+    plain.close()
+    assert with_hook.read_bytes() == without.read_bytes() and hooked.count > 1000
+    assert len(calls) >= 1

@@ -132,7 +132,8 @@ class Query(Evaluable):
 
     @property
     def register_runtime(self) -> str | None:
-        """For the register engine: ``"pairs"``, ``"windowed"`` or ``"runs"`` (see explain())."""
+        """For the register engine: ``"pairs"``, ``"merged"``, ``"windowed"`` or ``"runs"``
+        (see explain())."""
         return self.plan.register_runtime
 
     def explain(self) -> str:

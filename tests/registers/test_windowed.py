@@ -254,7 +254,7 @@ def test_unrolled_runs_equal_the_oracle_on_the_rma_window_cases() -> None:
 
 def test_runtime_choice_and_explain() -> None:
     rising = "SELECT * WHERE SELL as s ; BUY+ as b FILTER b[price > prev(b).price] WITHIN 10 EVENTS"
-    assert kleene.compile(rising).register_runtime == "runs"  # measured faster (docs)
+    assert kleene.compile(rising).register_runtime == "merged"  # measured faster (docs)
     windowed = kleene.compile(rising).tuned(windowed=True)  # where it applies: off by default
     assert windowed.register_runtime == "windowed"
     assert "unrolled" in windowed.explain()
@@ -272,8 +272,14 @@ def test_runtime_choice_and_explain() -> None:
     runs = kleene.compile(
         "SELECT * WHERE SELL as s ; BUY+ as b FILTER b[price > prev(b).price] WITHIN 1000 EVENTS"
     )
-    assert runs.register_runtime == "runs"
-    assert "runs (state, registers" in runs.explain()
+    assert runs.register_runtime == "merged"
+    assert "runs merged by (state, registers)" in runs.explain()
+    limited = kleene.compile(
+        "SELECT * WHERE SELL as s ; BUY+ as b FILTER b[price > prev(b).price] "
+        "WITHIN 1000 EVENTS LIMIT 3"
+    )
+    assert limited.register_runtime == "runs"
+    assert "runs (state, registers" in limited.explain()
     unary = kleene.compile("SELECT * WHERE SELL ; BUY WITHIN 10 EVENTS")
     assert unary.register_runtime is None
 

@@ -84,7 +84,7 @@ def test_the_pair_join_counts_its_first_events_as_runs() -> None:
     assert len(list(kleene.compile(query, max_runs=200).matches(sells_then_a_buy(200)))) == 200
 
 
-@pytest.mark.parametrize("runtime", ["runs", "pairs"])
+@pytest.mark.parametrize("runtime", ["merged", "pairs"])
 def test_an_event_completing_more_than_max_matches_stops_the_register_engine(runtime: str) -> None:
     query = RISING + (" WITHIN 1000 EVENTS" if runtime == "pairs" else "")
     q = kleene.compile(query, max_matches=100)
@@ -107,7 +107,7 @@ def test_limit_below_max_matches_cuts_the_register_engine_instead(windowed: bool
 
     narrow = EXPLOSIVE.replace("WITHIN 24", "WITHIN 10")  # the unrolled tree grows with it
     q = compiled(narrow)
-    assert q.plan.register_runtime == ("windowed" if windowed else "runs")
+    assert q.plan.register_runtime == ("windowed" if windowed else "merged")
     with pytest.raises(LimitError, match="input position 8 completes more than 100"):
         list(q.matches(events))
     cut = compiled(narrow + " LIMIT 5")
@@ -118,8 +118,10 @@ def test_limit_below_max_matches_cuts_the_register_engine_instead(windowed: bool
 
 
 def test_the_register_output_bomb_stops_in_a_capped_process(tmp_path: object) -> None:
-    """Runs of ``SELL ; BUY+ ; SELL`` with a condition double at each BUY: --max-runs stops them
-    (exit 2, its message), in a process whose address space is capped at 3 GB."""
+    """The complex events of ``SELL ; BUY+ ; SELL`` with a condition double at each BUY.  The
+    runs no longer do (runs with equal state and registers are merged, kleene.registers.merged:
+    --max-runs 20,000 is not reached); max_matches stops the output (exit 2, its message), in a
+    process whose address space is capped at 3 GB."""
     from pathlib import Path
 
     assert isinstance(tmp_path, Path)
@@ -129,9 +131,9 @@ def test_the_register_output_bomb_stops_in_a_capped_process(tmp_path: object) ->
     data.write_text("type,price\n" + "".join(f"{t},{i}\n" for i, t in enumerate(types)))
     out = tmp_path / "o.jsonl"
     done = capped(EXPLOSIVE, "--input", str(data), "--no-progress", "--max-runs", "20000",
-                  "--output", str(out))
+                  "--max-matches", "50000", "--output", str(out))
     assert done.returncode == 2, done.stderr[-2000:]
     assert "kleene: limit reached:" in done.stderr
-    assert "runs alive at once passed the limit max_runs = 20,000" in done.stderr
-    assert "--max-runs N" in done.stderr and "Traceback" not in done.stderr
+    assert "completes more than 50,000 complex events" in done.stderr
+    assert "--max-matches N" in done.stderr and "Traceback" not in done.stderr
     assert not out.exists()

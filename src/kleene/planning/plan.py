@@ -36,7 +36,7 @@ class Tuning:
 
     Tests and benchmarks turn them to compare paths; users need not.
     ``register_runtime`` forces a runtime of the register engine
-    (``"runs"``, ``"windowed"``); None lets the planner choose, and
+    (``"merged"``, ``"runs"``, ``"windowed"``); None lets the planner choose, and
     ``windowed`` lets it choose the windowed runtime where that applies.
     """
 
@@ -57,6 +57,10 @@ RUNTIME_EXPLAINED = {
         "per minterm; hands over to runs if the cache misses on more than 10% of events"
     ),
     "runs": "runs (state, registers, start, positions), merged when equal",
+    "merged": (
+        "runs merged by (state, registers): one run per distinct register values, its "
+        "starts and positions shared in a tECS (output-linear enumeration under the window)"
+    ),
 }
 """What ``explain()`` says about each runtime of the register engine."""
 
@@ -84,7 +88,7 @@ class Plan:
     """The labels of a strategy's whole-match automaton, to project chosen matches."""
     srt: SRT | None
     register_runtime: str | None
-    """For the register engine: ``"pairs"``, ``"windowed"`` or ``"runs"``."""
+    """For the register engine: ``"pairs"``, ``"merged"``, ``"windowed"`` or ``"runs"``."""
     settings: Settings
     predicates: PredicateTable
     requirements: dict[str, Requirement]
@@ -109,14 +113,17 @@ class Plan:
         if self.srt is not None:
             # Loaded only by queries with conditions between events: most runs never need
             # the register engine, and importing it costs start-up time.
+            from kleene.registers.merged import MergedEngine
             from kleene.registers.runtime import RegisterEngine
             from kleene.registers.window_runtime import WindowedEngine
 
             settings = self.settings
-            runtime = WindowedEngine if self.register_runtime == "windowed" else RegisterEngine
+            runtime: type[RegisterEngine] = {
+                "windowed": WindowedEngine, "merged": MergedEngine
+            }.get(self.register_runtime or "runs", RegisterEngine)
             return runtime(
                 self.srt,
-                window=settings.window,  # type: ignore[arg-type]
+                window=settings.window,
                 partitioned=settings.partitioned,
                 consume=settings.consume,
                 limit=settings.limit,

@@ -96,6 +96,7 @@ def plan_query(
     if engine == "registers":
         # Loaded only for conditions between events (start-up time of every other run).
         from kleene.registers.automaton import compile_srt
+        from kleene.registers.index import applies
         from kleene.registers.window_runtime import choose_register_runtime
 
         # The SRT marks every event under a whole-match strategy, and the
@@ -113,6 +114,8 @@ def plan_query(
         )
         if register_runtime == "windowed" and not isinstance(window, ast.EventsWindow):
             raise ValueError("the windowed runtime needs a WITHIN n EVENTS window")
+        if register_runtime == "merged" and not applies(srt, settings.strategy, settings.limit):
+            raise ValueError("merged runs need the run index: ALL or ANY, no LIMIT, no UNLESS")
     else:
         atoms.collect(where, with_streams=with_streams)
         check_width(atoms, query, text)

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from kleene.language import ast
 from kleene.limits import Limits
 from kleene.registers.automaton import SRT
+from kleene.registers.index import applies
 from kleene.registers.pairs import pair_plan
 from kleene.registers.runtime import RegisterEngine
 
@@ -370,7 +371,8 @@ WINDOWED_MAX = 64
 def choose_register_runtime(
     srt: SRT, settings: Any, within: ast.Window | None, type_column: str, *, windowed: bool
 ) -> str:
-    """``"pairs"`` (vectorized pair join), ``"windowed"`` (this module) or ``"runs"``.
+    """``"pairs"`` (vectorized pair join), ``"windowed"`` (this module), ``"merged"``
+    (:mod:`kleene.registers.merged`, wherever the run index applies) or ``"runs"``.
 
     ``windowed``: choose this module's runtime where it applies.  The planner
     passes False by default: measured on benchmarks/registers.py it is 5-30%
@@ -387,6 +389,8 @@ def choose_register_runtime(
         return "runs"  # UNLESS monitors run next to the runs only
     if windowed and windowed_applies(srt, within):
         return "windowed"
+    if applies(srt, settings.strategy, settings.limit):
+        return "merged"
     return "runs"
 
 

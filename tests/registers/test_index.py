@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
+from against_oracle import share_bounds
 from kleene.language.parser import parse_query
 from kleene.reference.oracle import evaluate
 from kleene.registers.automaton import compile_srt
@@ -72,7 +73,7 @@ OPS = ["<", "<=", ">", ">=", "=", "!="]
 def index_cases(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]], pa.Schema]:
     family = draw(st.sampled_from(sorted(FAMILIES)))
     kind, values = FAMILIES[family]
-    rows = draw(st.lists(st.tuples(st.sampled_from("AB"), st.sampled_from(values)), min_size=1, max_size=9))
+    rows = draw(st.lists(st.tuples(st.sampled_from("AB"), st.sampled_from(values)), min_size=4, max_size=12))
     op, flipped = draw(st.sampled_from(OPS)), draw(st.booleans())
     plus, window = draw(st.sampled_from(["", "+"])), draw(st.sampled_from([None, 3, 6]))
     cond = f"a.v {op} v" if flipped else f"v {op} a.v"
@@ -103,11 +104,12 @@ def test_indexed_runs_equal_oracle(case: tuple[str, list[dict[str, Any]], pa.Sch
 
 
 def test_indexed_cases_were_aimed() -> None:
-    """The condition changed the result in a good share of the cases above (printed with -s)."""
+    """The condition changed the result in at least a third of the cases above, beyond sampling
+    noise (printed with -s); streams of 4-12 events make it bite in about half."""
     if CHANGED[0] == 0:
         pytest.skip("run with test_indexed_runs_equal_oracle")
     print(f"condition changed the result in {CHANGED[1]} of {CHANGED[0]} cases")
-    assert CHANGED[1] >= CHANGED[0] // 4
+    assert share_bounds(CHANGED[1], CHANGED[0])[1] >= 1 / 3
 
 
 def work(query: str, table: pa.Table) -> tuple[int, int, int, int]:

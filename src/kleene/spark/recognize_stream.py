@@ -51,7 +51,15 @@ from kleene.language.match_recognize.parser import parse
 from kleene.language.match_recognize.types import output_schema, resolve_column
 from kleene.runtime.match_recognize.incremental import Incremental, PartitionState
 from kleene.spark.batch import PREFIX
-from kleene.spark.stream import KEY, US, ceil_div, event_micros, write_batch
+from kleene.spark.stream import (
+    KEY,
+    US,
+    ceil_div,
+    check_output_format,
+    event_micros,
+    start_writing,
+    write_batch,
+)
 
 __all__ = ["match_recognize_stream", "start_match_recognize_stream"]
 
@@ -138,17 +146,10 @@ def start_match_recognize_stream(results: DataFrame, output: str, *, checkpoint:
     when Spark re-runs it, so each row appears exactly once.  Late rows are the input
     columns plus ``reason`` (``late``/``untimed``) and ``watermark_ms``.  Other options as
     :func:`kleene.spark.stream.start_stream`."""
-    if output_format not in ("parquet", "jsonl", "csv"):
-        raise KleeneError(f"unknown output format {output_format!r}: parquet, jsonl or csv")
+    check_output_format(output_format)
     writer = _Writer(output.rstrip("/"), late_rows_path.rstrip("/"), output_format)
-    stream = results.writeStream.foreachBatch(writer).option("checkpointLocation", checkpoint)
-    if query_name:
-        stream = stream.queryName(query_name)
-    if available_now:
-        stream = stream.trigger(availableNow=True)
-    elif processing_time:
-        stream = stream.trigger(processingTime=processing_time)
-    return stream.start()
+    return start_writing(results, writer, checkpoint, query_name=query_name,
+                         available_now=available_now, processing_time=processing_time)
 
 
 class _Writer:

@@ -279,9 +279,23 @@ def start_stream(
     stops; otherwise the query runs until stopped, every ``processing_time``
     (default: as fast as possible).
     """
+    check_output_format(output_format)
+    writer = _BatchWriter(output, late_events_path, output_format)
+    return start_writing(results, writer, checkpoint, query_name=query_name,
+                         available_now=available_now, processing_time=processing_time)
+
+
+def check_output_format(output_format: str) -> None:
+    """The formats a streaming query's batches are written in."""
     if output_format not in ("parquet", "jsonl", "csv"):
         raise KleeneError(f"unknown output format {output_format!r}: parquet, jsonl or csv")
-    writer = _BatchWriter(output, late_events_path, output_format)
+
+
+def start_writing(
+    results: DataFrame, writer: Any, checkpoint: str, *, query_name: str | None = None,
+    available_now: bool = False, processing_time: str | None = None,
+) -> StreamingQuery:
+    """Start ``results`` with ``writer`` as its ``foreachBatch`` function, checkpointed."""
     stream = results.writeStream.foreachBatch(writer).option("checkpointLocation", checkpoint)
     if query_name:
         stream = stream.queryName(query_name)

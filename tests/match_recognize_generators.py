@@ -89,7 +89,7 @@ def patterns(draw: st.DrawFn, depth: int = 3, exclusion: bool = False) -> ast.Pa
 
 @st.composite
 def cases(draw: st.DrawFn, exclusion: bool = False, max_rows: int = 10,
-          undefined: float = 0.2) -> Case:
+          undefined: float = 0.2, min_rows: int = 1) -> Case:
     """A case; ``undefined`` is the chance that a variable has no DEFINE (always true)."""
     pattern = draw(patterns(exclusion=exclusion))
     used = pattern_variables(pattern)
@@ -100,7 +100,7 @@ def cases(draw: st.DrawFn, exclusion: bool = False, max_rows: int = 10,
         others = [v for v in used if v != var] or [var]
         text = draw(st.sampled_from(CONDITIONS)).format(x=var, y=draw(st.sampled_from(others)))
         defines.append((var, text))
-    n = draw(st.integers(1, max_rows))
+    n = draw(st.integers(min_rows, max_rows))
     rows = tuple((draw(st.integers(0, 1)), t, draw(st.integers(0, 3))) for t in range(n))
     return Case(pattern, tuple(defines), rows)
 
@@ -137,3 +137,20 @@ def strip_exclusions(p: ast.Pattern) -> ast.Pattern:
     if isinstance(p, ast.Permute):
         return ast.Permute(tuple(strip_exclusions(i) for i in p.items))
     return p
+
+
+def can_match_empty(p: ast.Pattern) -> bool:
+    """Whether ``p`` matches the empty row sequence (written here, apart from the engine)."""
+    if isinstance(p, (ast.Empty, ast.Anchor)):
+        return True
+    if isinstance(p, ast.Var):
+        return False
+    if isinstance(p, ast.Quantified):
+        return p.low == 0 or can_match_empty(p.body)
+    if isinstance(p, ast.Exclude):
+        return can_match_empty(p.body)
+    if isinstance(p, (ast.Concat, ast.Permute)):
+        return all(can_match_empty(q) for q in p.items)
+    if isinstance(p, ast.Alternation):
+        return any(can_match_empty(q) for q in p.items)
+    raise TypeError(p)

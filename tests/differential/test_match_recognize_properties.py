@@ -14,11 +14,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from against_oracle import share_bounds
 from kleene.language.errors import DataError, QueryError
+from kleene.language.match_recognize import ast
 from kleene.language.match_recognize.parser import parse, parse_unchecked
 from kleene.reference.match_recognize import SearchBudgetError, match_recognize
 from match_recognize_generators import (
     Case,
+    can_match_empty,
     cases,
     flip_greediness,
     has_quantifier,
@@ -101,7 +104,7 @@ def test_unmatched_rows_past_last_row_give_each_input_row_once() -> None:
     stats: Counter[str] = Counter()
 
     @SETTINGS
-    @given(cases())
+    @given(cases(min_rows=4, max_rows=12))
     def check(case: Case) -> None:
         unmatched = run(case, case.query("MATCH_NUMBER() AS m, CLASSIFIER() AS c",
                                          "ALL ROWS PER MATCH WITH UNMATCHED ROWS"))
@@ -116,13 +119,15 @@ def test_unmatched_rows_past_last_row_give_each_input_row_once() -> None:
         assert omit == [r for r in show if r["c"] is not None]
         assert [r for r in unmatched if r["m"] is not None] == show
         stats["unmatched rows"] += sum(r["m"] is None for r in unmatched) > 0
-        stats["empty matches"] += len(show) > len(omit)
+        if can_match_empty(case.pattern):  # where an empty match can happen at all
+            stats["can match empty"] += 1
+            stats["empty matches"] += len(show) > len(omit)
 
     check()
     print(dict(stats))
-    assert stats["cases"] >= 85
-    assert stats["unmatched rows"] >= 0.2 * stats["cases"]
-    assert stats["empty matches"] >= 0.1 * stats["cases"]
+    assert stats["cases"] >= 85 and stats["can match empty"] >= 20
+    assert share_bounds(stats["unmatched rows"], stats["cases"])[1] >= 1 / 3
+    assert share_bounds(stats["empty matches"], stats["can match empty"])[1] >= 1 / 3
 
 
 def test_reluctance_and_skip_modes_change_results_in_a_measured_share() -> None:
@@ -131,7 +136,8 @@ def test_reluctance_and_skip_modes_change_results_in_a_measured_share() -> None:
     stats: Counter[str] = Counter()
 
     @SETTINGS
-    @given(cases(undefined=0.5).filter(lambda c: has_quantifier(c.pattern)))
+    @given(cases(undefined=0.5, min_rows=4, max_rows=12).filter(
+        lambda c: has_quantifier(c.pattern)))
     def check(case: Case) -> None:
         measures = "MATCH_NUMBER() AS m, FIRST(t) AS f, COUNT(*) AS n, ARRAY_AGG(CLASSIFIER()) AS l"
         greedy = run(case, case.query(measures))
@@ -151,9 +157,10 @@ def test_reluctance_and_skip_modes_change_results_in_a_measured_share() -> None:
     check()
     print(dict(stats))
     assert stats["cases"] >= 85
-    assert stats["reluctance changed the result"] >= 0.08 * stats["cases"]  # measured 17-44%
-    assert stats["with a match of 2+ rows"] >= 6  # measured 20-28 of 150
-    assert stats["skip mode changed the result"] >= 0.4 * stats["with a match of 2+ rows"]
+    assert share_bounds(stats["reluctance changed the result"], stats["cases"])[1] >= 1 / 3
+    assert stats["with a match of 2+ rows"] >= 20  # measured 41-51 of 120
+    assert share_bounds(stats["skip mode changed the result"],
+                        stats["with a match of 2+ rows"])[1] >= 1 / 3
 
 
 def test_exclusion_changes_only_which_rows_all_rows_outputs() -> None:
@@ -164,8 +171,8 @@ def test_exclusion_changes_only_which_rows_all_rows_outputs() -> None:
 
     @settings(max_examples=60, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
-    @given(cases(exclusion=True, undefined=0.4).filter(
-        lambda c: strip_exclusions(c.pattern) != c.pattern))
+    @given(cases(exclusion=True, undefined=0.4, min_rows=4, max_rows=12).filter(
+        lambda c: strip_exclusions(c.pattern) != c.pattern and excludes_rows(c.pattern)))
     def check(case: Case) -> None:
         plain = strip_exclusions(case.pattern)
         measures = "MATCH_NUMBER() AS m, COUNT(*) AS n, RUNNING SUM(v) AS s, CLASSIFIER() AS c"
@@ -186,7 +193,7 @@ def test_exclusion_changes_only_which_rows_all_rows_outputs() -> None:
     check()
     print(dict(stats))
     assert stats["cases"] >= 40
-    assert stats["rows left out"] >= 0.1 * stats["cases"]
+    assert share_bounds(stats["rows left out"], stats["cases"])[1] >= 1 / 3
 
 
 def test_the_static_skip_loop_error_is_sound() -> None:
@@ -221,3 +228,14 @@ def test_the_static_skip_loop_error_is_sound() -> None:
     print(dict(stats))
     assert stats["rejected"] >= 8
     assert stats["runtime error confirmed"] >= 2
+
+
+def excludes_rows(p: ast.Pattern) -> bool:
+    """Some exclusion ``{- x -}`` in ``p`` needs at least one row (so it can leave rows out)."""
+    if isinstance(p, ast.Exclude):
+        return not can_match_empty(p.body) or excludes_rows(p.body)
+    if isinstance(p, ast.Quantified):
+        return excludes_rows(p.body)
+    if isinstance(p, (ast.Concat, ast.Alternation, ast.Permute)):
+        return any(excludes_rows(q) for q in p.items)
+    return False

@@ -391,8 +391,15 @@ def run_command(args: argparse.Namespace, stderr: IO[str]) -> int:
             raise
         if progress is not None:
             progress.close()
+    return _finish(caught, bool(output.writer.count), policy, stderr)
+
+
+def _finish(caught: list[warnings.WarningMessage], found: bool, policy: BadRowPolicy,
+            stderr: IO[str]) -> int:
+    """The end of a run on stderr: names the input never had (and, then, that nothing was
+    found), and what the bad-row policy set aside."""
     unseen = unseen_messages(caught)
-    if unseen and not output.writer.count:
+    if unseen and not found:
         print("kleene: no complex events", file=stderr)
     for message in unseen:
         print(f"kleene: {message}", file=stderr)
@@ -433,14 +440,7 @@ def _count(
         sys.stdout.flush()
     else:
         Path(args.output).write_text(text)
-    unseen = unseen_messages(caught)
-    if unseen and not sum(counts):
-        print("kleene: no complex events", file=stderr)
-    for message in unseen:
-        print(f"kleene: {message}", file=stderr)
-    if policy.count:
-        print(f"kleene: {policy.summary()}", file=stderr)
-    return EXIT_OK
+    return _finish(caught, bool(sum(counts)), policy, stderr)
 
 
 def _quarantine_path(policy: BadRowPolicy) -> str | None:

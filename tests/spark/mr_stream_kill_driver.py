@@ -17,12 +17,11 @@ task, a checkpoint, a state upload...).  The hooks wrap the sink in this process
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
-import threading
 import time
 from typing import Any
+
+from kill_points import die, hook_sink_calls
 
 from kleene.spark import local_session
 from kleene.spark import recognize_stream as mrs
@@ -30,45 +29,17 @@ from kleene.spark import recognize_stream as mrs
 SCHEMA = "id long, name string, price double, ts long"
 
 
-def _die() -> None:
-    sys.stderr.flush()
-    os.killpg(os.getpgrp(), signal.SIGKILL)
-
-
 def main(config_path: str) -> int:
     with open(config_path) as f:
         config = json.load(f)
-    kill: str = config["kill"]
-    state: dict[str, Any] = {"batches": 0, "timer": None, "between": False}
-    lock = threading.Lock()
-    writer_call = mrs._Writer.__call__
+    state = hook_sink_calls(mrs._Writer, config)
     write = mrs.write_batch
-
-    def start_timer() -> None:
-        with lock:
-            if kill == "timer" and state["timer"] is None:
-                state["timer"] = threading.Timer(float(config["delay"]), _die)
-                state["timer"].daemon = True
-                state["timer"].start()
-
-    def hooked_call(self: Any, df: Any, batch_id: int) -> None:
-        start_timer()
-        with lock:
-            state["batches"] += 1
-            mine = state["batches"] == int(config.get("batch", -1))
-        if mine and kill == "before_write":
-            _die()
-        state["between"] = mine and kill == "between_writes"
-        writer_call(self, df, batch_id)
-        if mine and kill == "after_writes":
-            _die()
 
     def hooked_write(df: Any, path: str, output_format: str) -> None:
         write(df, path, output_format)
         if state["between"] and "/out/" in path:
-            _die()
+            die()
 
-    mrs._Writer.__call__ = hooked_call  # type: ignore[method-assign]
     mrs.write_batch = hooked_write
     spark = local_session(
         "local[2]", app_name="kleene-mr-kill", quick_jit=True,

@@ -25,12 +25,11 @@ The hooks wrap the sink writer in this process only; nothing in kleene reads the
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
-import threading
 import time
 from typing import Any
+
+from kill_points import die, hook_sink_calls
 
 from kleene.spark import local_session
 from kleene.spark import stream as kstream
@@ -38,45 +37,17 @@ from kleene.spark import stream as kstream
 SCHEMA = "id long, name string, type string, price double, ts long"
 
 
-def _die() -> None:
-    sys.stderr.flush()
-    os.killpg(os.getpgrp(), signal.SIGKILL)
-
-
 def main(config_path: str) -> int:
     with open(config_path) as f:
         config = json.load(f)
-    kill: str = config["kill"]
-    state: dict[str, Any] = {"batches": 0, "timer": None}
-    lock = threading.Lock()
-    writer_call = kstream._BatchWriter.__call__
+    state = hook_sink_calls(kstream._BatchWriter, config)
     write = kstream._BatchWriter._write
-
-    def start_timer() -> None:
-        with lock:
-            if kill == "timer" and state["timer"] is None:
-                state["timer"] = threading.Timer(float(config["delay"]), _die)
-                state["timer"].daemon = True
-                state["timer"].start()
-
-    def hooked_call(self: Any, df: Any, batch_id: int) -> None:
-        start_timer()
-        with lock:
-            state["batches"] += 1
-            mine = state["batches"] == int(config.get("batch", -1))
-        if mine and kill == "before_write":
-            _die()
-        self._kill_between = mine and kill == "between_writes"
-        writer_call(self, df, batch_id)
-        if mine and kill == "after_writes":
-            _die()
 
     def hooked_write(self: Any, df: Any, path: str) -> None:
         write(self, df, path)
-        if getattr(self, "_kill_between", False) and not path.startswith(self.late):
-            _die()
+        if state["between"] and not path.startswith(self.late):
+            die()
 
-    kstream._BatchWriter.__call__ = hooked_call  # type: ignore[method-assign]
     kstream._BatchWriter._write = hooked_write  # type: ignore[method-assign]
     # C1 only (quick_jit): each run is short, and the test starts three JVMs or more; C2's
     # compilations cost more CPU than they save on a few thousand rows (docs/reliability.md).

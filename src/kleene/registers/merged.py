@@ -127,6 +127,8 @@ class MergedEngine(RegisterEngine):
         built = 0
 
         def fire(t: Any, regs: tuple[Any, ...], node: Node) -> None:
+            # The register step (clears/sets, guards, UNLESS checks, writes) is written out as in
+            # RegisterEngine._step: one shared method measured 8-12% slower on rising and seq3.
             nonlocal event, built
             if t.clears or t.sets:
                 cleared = list(regs)

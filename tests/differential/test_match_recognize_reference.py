@@ -683,7 +683,7 @@ def test_the_readme_and_docs_examples_run() -> None:
 
     root = Path(__file__).resolve().parents[2]
     readme = (root / "README.md").read_text()
-    section = readme.split("## MATCH_RECOGNIZE (in progress)", 1)[1]
+    section = readme.split("\n## MATCH_RECOGNIZE\n", 1)[1]
     snippet = section.split("```python", 1)[1].split("```", 1)[0]
     scope: dict[str, Any] = {"table": pa.Table.from_pylist(TICKER)}
     exec(snippet.replace("match_recognize(table", "result = match_recognize(table"), scope)

@@ -10,11 +10,13 @@ trees parsed from differently formatted text compare equal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal as Lit
 
+from kleene.language.records import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class Span:
     """Position of a node in the query text (1-based line and column)."""
 
@@ -36,7 +38,7 @@ def _span() -> Span:
 # the predicate is applied to, or (VarAttr) of events bound to other variables.
 
 
-@dataclass(frozen=True)
+@frozen
 class Const:
     """A literal: int, float, str or bool."""
 
@@ -44,7 +46,7 @@ class Const:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Attr:
     """An attribute of the event the predicate is applied to."""
 
@@ -55,7 +57,7 @@ class Attr:
 ArithOp = Lit["+", "-", "*", "/", "%"]
 
 
-@dataclass(frozen=True)
+@frozen
 class VarAttr:
     """``var.name`` or ``prev(var).name``: an attribute of *another* event.
 
@@ -72,16 +74,20 @@ class VarAttr:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class BinOp:
+    """``left op right``: arithmetic."""
+
     op: ArithOp
     left: Expr
     right: Expr
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Neg:
+    """``-operand``."""
+
     operand: Expr
     span: Span = _span()
 
@@ -94,7 +100,7 @@ Expr = Const | Attr | VarAttr | BinOp | Neg
 CompareOp = Lit["<", "<=", ">", ">=", "==", "!="]
 
 
-@dataclass(frozen=True)
+@frozen
 class Compare:
     """``left op right``; ``=`` is normalised to ``==`` and ``<>`` to ``!=``."""
 
@@ -104,7 +110,7 @@ class Compare:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Like:
     """``expr LIKE 'regex'``: the whole string must match the regex."""
 
@@ -113,7 +119,7 @@ class Like:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class InSet:
     """``expr [NOT] IN {v1, v2, ...}``."""
 
@@ -123,7 +129,7 @@ class InSet:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class InRange:
     """``expr [NOT] IN RANGE(low, high)``, bounds inclusive."""
 
@@ -134,21 +140,27 @@ class InRange:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class PNot:
+    """``NOT pred``."""
+
     operand: Pred
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class PAnd:
+    """``left AND right`` inside a predicate."""
+
     left: Pred
     right: Pred
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class POr:
+    """``left OR right`` inside a predicate."""
+
     left: Pred
     right: Pred
     span: Span = _span()
@@ -162,7 +174,7 @@ Pred = Compare | Like | InSet | InRange | PNot | PAnd | POr
 # ``φ FILTER θ1 OR θ2`` as ``(φ FILTER θ1) OR (φ FILTER θ2)``.
 
 
-@dataclass(frozen=True)
+@frozen
 class FilterAtom:
     """``var[pred]``: every event bound to ``var`` satisfies ``pred``."""
 
@@ -171,15 +183,19 @@ class FilterAtom:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class FilterAnd:
+    """``left AND right`` between filter atoms: both hold."""
+
     left: FilterExpr
     right: FilterExpr
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class FilterOr:
+    """``left OR right`` between filter atoms: either holds."""
+
     left: FilterExpr
     right: FilterExpr
     span: Span = _span()
@@ -191,7 +207,7 @@ FilterExpr = FilterAtom | FilterAnd | FilterOr
 # CEL formulas (the WHERE clause).
 
 
-@dataclass(frozen=True)
+@frozen
 class EventType:
     """An event type ``R`` (optionally ``S>R``); binds the variable ``R``."""
 
@@ -200,7 +216,7 @@ class EventType:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class As:
     """``pattern AS var``: ``var`` collects every position of the pattern."""
 
@@ -209,14 +225,16 @@ class As:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Filter:
+    """``pattern FILTER condition``."""
+
     pattern: Pattern
     condition: FilterExpr
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Seq:
     """``left ; right`` (skip-till-any-match) or ``left : right`` (contiguous)."""
 
@@ -226,14 +244,16 @@ class Seq:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Or:
+    """``left OR right``: a match of either pattern."""
+
     left: Pattern
     right: Pattern
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Iter:
     """``pattern+`` (iterations separated by any events) or ``pattern:+``."""
 
@@ -246,28 +266,34 @@ class Iter:
 # that users get a precise "not supported yet" error instead of a syntax error.
 
 
-@dataclass(frozen=True)
+@frozen
 class And:
+    """``left AND right`` (CEL thesis): both patterns match, on the same positions and interval."""
+
     left: Pattern
     right: Pattern
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class All:
+    """``left ALL right`` (CEL thesis): both patterns match; the complex event has both's positions."""
+
     left: Pattern
     right: Pattern
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Unless:
+    """``left UNLESS right`` (CEL thesis): matches of ``left`` with no match of ``right`` in their span."""
+
     left: Pattern
     right: Pattern
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class NotEvent:
     """CORE's ``NOT(E [FILTER ...])``."""
 
@@ -275,7 +301,7 @@ class NotEvent:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Star:
     """Kleene star ``pattern*``."""
 
@@ -283,7 +309,7 @@ class Star:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Repeat:
     """Counted repetition ``pattern{low,high}`` (``high`` None: unbounded), ``pattern?``.
 
@@ -303,7 +329,7 @@ class Repeat:
 SelectorName = Lit["NEXT", "LAST", "MAX", "STRICT"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Selector:
     """A selection strategy on a sub-pattern: ``STRICT(p)``, ``NEXT(p)``, ``LAST(p)``, ``MAX(p)``.
 
@@ -329,7 +355,7 @@ Pattern = (
 Strategy = Lit["ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT"]
 
 
-@dataclass(frozen=True)
+@frozen
 class SelectItem:
     """``var`` or ``var[attr, ...]`` in the SELECT list."""
 
@@ -338,7 +364,7 @@ class SelectItem:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Select:
     """The SELECT clause.  ``items`` is None for ``*``; empty for ``NONE``."""
 
@@ -347,7 +373,7 @@ class Select:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class EventsWindow:
     """``WITHIN n EVENTS``: end - start <= n in input positions."""
 
@@ -355,7 +381,7 @@ class EventsWindow:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class DurationWindow:
     """``WITHIN 1 hours 30 minutes``: time(end) - time(start) <= nanos."""
 
@@ -363,7 +389,7 @@ class DurationWindow:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class AttrWindow:
     """``WITHIN n [attr]``: attr(end) - attr(start) <= n."""
 
@@ -379,7 +405,7 @@ Consume = Lit["NONE", "ANY", "PARTITION"]
 AttrType = Lit["int", "double", "string", "boolean", "primary_time"]
 
 
-@dataclass(frozen=True)
+@frozen
 class EventDecl:
     """``EVENT BUY { name:string, price:double }`` in a CREATE STREAM."""
 
@@ -388,7 +414,7 @@ class EventDecl:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class StreamDecl:
     """``CREATE STREAM S { EVENT ..., EVENT ... }``."""
 
@@ -397,8 +423,10 @@ class StreamDecl:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Query:
+    """One query: its clauses (``where`` is the pattern of the WHERE clause)."""
+
     select: Select
     streams: tuple[str, ...]
     where: Pattern
@@ -409,7 +437,7 @@ class Query:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Program:
     """A query text: optional stream declarations followed by one or more queries.
 

@@ -87,6 +87,54 @@ def test_the_process_runs_blas_on_one_thread_and_freezes_before_exit(events: Pat
     assert proc.returncode == 0 and report["blas"] == "3"  # the user's setting is kept
 
 
+FINALIZED = """
+import atexit, runpy, sys, threading, time
+from pathlib import Path
+
+marker, linger = Path(sys.argv[1]), sys.argv[2] == "linger"
+atexit.register(lambda: marker.write_text("ran"))
+if linger:  # a thread that is not a daemon, alive when the command returns
+    def wait():
+        deadline = time.monotonic() + 120
+        while "kleene.registers.pairs" not in sys.modules and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(1.0)  # the query compiled: its run on 5 events ends well before this
+    threading.Thread(target=wait).start()
+sys.argv = ["kleene", *sys.argv[3:]]
+runpy.run_module("kleene", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("linger", [False, True], ids=["fast", "thread-alive"])
+def test_the_process_ends_without_the_interpreters_finalization(events: Path, tmp_path: Path, linger: bool) -> None:
+    """kleene.console.leave: the atexit functions run and stdout is flushed, then the process
+    ends without tearing its modules down (``python -v`` prints no ``# cleanup`` line, which
+    the interpreter's finalization prints); with a thread that is not a daemon still alive,
+    the interpreter's own exit runs as before."""
+    marker, out = tmp_path / "marker", tmp_path / "out.jsonl"
+    env = {**os.environ, "KLEENE_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    mode = "linger" if linger else "fast"
+    for output in (["--output", str(out)], [])[: 1 if linger else 2]:  # to a file, then to stdout
+        marker.unlink(missing_ok=True)
+        proc = subprocess.run(
+            [sys.executable, "-v", "-c", FINALIZED, str(marker), mode, "run", PAIR, "--input", str(events),
+             *output],
+            capture_output=True, text=True, env=env, timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert marker.read_text() == "ran"  # the atexit functions ran
+        assert ("# cleanup[" in proc.stderr) == linger
+        lines = proc.stdout if not output else out.read_text()
+        assert [json.loads(line)["positions"] for line in lines.splitlines()] == [[0, 1]]
+    bad = subprocess.run(
+        [sys.executable, "-v", "-c", FINALIZED, str(marker), "fast", "run", "SELECT * FROM S WHERE SELL as a; ; BUY",
+         "--input", str(events)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert bad.returncode == 2 and "query error" in bad.stderr and "# cleanup[" not in bad.stderr
+
+
 def test_exit_codes_and_messages_are_the_commands(events: Path, tmp_path: Path) -> None:
     bad, _ = run(tmp_path, "run", "SELECT * FROM S WHERE SELL as a; ; BUY", "--input", str(events))
     assert bad.returncode == 2 and "query error" in bad.stderr and "^" in bad.stderr

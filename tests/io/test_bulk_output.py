@@ -17,6 +17,7 @@ import datetime as dt
 import io
 import json
 import math
+import threading
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
@@ -400,3 +401,69 @@ def test_jsonl_partition_is_an_object_keyed_by_the_attributes(tmp_path: Path) ->
     out = tmp_path / "out.jsonl"
     assert main(["run", query, "--input", str(source), "--output", str(out), "--no-progress"]) == 0
     assert out.read_text().splitlines() == bulk
+
+
+PAIR = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] AND b[price < a.price] WITHIN 5 EVENTS"
+
+
+def test_a_file_gets_its_batches_written_behind_with_the_same_bytes(tmp_path: Path) -> None:
+    """To a file it opened, JsonlWriter lays each batch's lines out and writes them in a thread
+    (kleene.io._jsonl), while the next batch is evaluated: the same bytes as the writer that
+    writes in the caller (a stream given to it), and an error of that thread comes out of the
+    writer's next call."""
+    from kleene.io import writers
+
+    table = pa.table({"type": ["SELL", "BUY", "SELL", "BUY", "BUY"] * 400, "price": [120.0, 40.0, 150.5, 99.0, 1e-7] * 400})
+    batches = table.to_batches(max_chunksize=300)
+    query = kleene.compile(PAIR)
+    path, given_stream = tmp_path / "out.jsonl", io.StringIO()
+    behind, inline = JsonlWriter(path), JsonlWriter(given_stream)
+    for found in query.match_batches(batches, events=True):
+        behind.write_batch(found)
+        inline.write_batch(found)
+    behind.close()
+    inline.flush()
+    compiled = writers._jsonl is not None
+    assert (behind.laid_out_behind >= 2) == compiled and behind.count > 1000
+    assert inline.laid_out_behind == 0
+    assert path.read_text() == given_stream.getvalue()
+    if compiled and Path("/dev/full").exists():  # every write fails there: ENOSPC
+        full = JsonlWriter("/dev/full")
+        with pytest.raises(OSError, match="No space left"):
+            try:
+                for found in query.match_batches(batches, events=True):
+                    full.write_batch(found)
+            finally:
+                full.close()
+        assert full.laid_out_behind >= 1
+
+
+def test_large_batches_render_their_float_columns_in_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """json_rows renders the floating-point columns of a large batch in a thread while it renders
+    the others: the rows are those of dumps, and those of the serial rendering."""
+    from kleene.io import writers
+
+    n = writers.PARALLEL_ROWS + 5
+    prices = [1.0, float("nan"), None, 1e16, 0.1, -2.5e-7, float("inf"), 123.456][:8] * (n // 8 + 1)
+    batch = pa.record_batch({
+        "type": pa.array(["SELL", "BUY", None, "é"] * (n // 4 + 1))[:n],
+        "price": pa.array(prices[:n], pa.float64()),
+        "volume": pa.array(range(n), pa.int64()),
+        "ratio": pa.array([0.5, None] * (n // 2 + 1), pa.float32())[:n],
+    })
+    threads: list[tuple[str, str]] = []
+    render = writers.json_values
+
+    def spy(arr: Any, **kwargs: Any) -> pa.Array:
+        threads.append((str(arr.type), threading.current_thread().name))
+        return render(arr, **kwargs)
+
+    monkeypatch.setattr(writers, "json_values", spy)
+    parallel = json_rows(batch).to_pylist()
+    assert sorted(threads) == sorted([("double", "kleene-json-floats"), ("float", "kleene-json-floats"),
+                                      ("string", "MainThread"), ("int64", "MainThread")])
+    monkeypatch.setattr(writers, "PARALLEL_ROWS", n + 1)
+    threads.clear()
+    assert json_rows(batch).to_pylist() == parallel
+    assert {name for _, name in threads} == {"MainThread"}
+    assert parallel == [dumps(row) for row in batch.to_pylist()]

@@ -75,8 +75,8 @@ class Output:
             flusher.join()
 
     def commit(self) -> None:
+        self.writer.close()  # first: the writer's last pieces may start a writeback
         self._wait()
-        self.writer.close()
         if self.temp is not None and self.final is not None:
             # mkstemp makes the file private (0600); give it the usual permissions.
             mask = os.umask(0)
@@ -86,11 +86,11 @@ class Output:
             self.temp = None
 
     def abort(self) -> None:
-        self._wait()
         try:
             self.writer.close()
         except OSError:
             pass
+        self._wait()
         if self.temp is not None:
             self.temp.unlink(missing_ok=True)
 

@@ -12,6 +12,7 @@ formatted in place, rows and texts are copied with ``memcpy``.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memcpy
 
 import numpy as np
@@ -25,14 +26,14 @@ cdef Py_ssize_t POSITIONS_LEN = 16
 cdef Py_ssize_t EVENTS_LEN = 14
 
 
-cdef inline char* _put(char* out, const char* text, Py_ssize_t size) noexcept:
+cdef inline char* _put(char* out, const char* text, Py_ssize_t size) noexcept nogil:
     """Copy ``size`` bytes of ``text`` to ``out``; return the end."""
     if size:
         memcpy(out, text, size)
     return out + size
 
 
-cdef inline Py_ssize_t _digits(long long v) noexcept:
+cdef inline Py_ssize_t _digits(long long v) noexcept nogil:
     """The length of ``str(v)``."""
     cdef Py_ssize_t n = 1
     cdef unsigned long long u
@@ -47,7 +48,7 @@ cdef inline Py_ssize_t _digits(long long v) noexcept:
     return n
 
 
-cdef inline char* _format(char* out, long long v) noexcept:
+cdef inline char* _format(char* out, long long v) noexcept nogil:
     """Write ``str(v)`` at ``out``; return the end."""
     cdef char tmp[24]
     cdef Py_ssize_t k = 0, i
@@ -84,6 +85,20 @@ cdef class Lines:
     cdef list heads, tails
     cdef readonly object line_offsets
     cdef long long[::1] _line
+    # The heads' and tails' bytes as C pointers (the lists keep them alive), for the layout
+    # without the GIL.
+    cdef const char** _head_text
+    cdef const char** _tail_text
+    cdef Py_ssize_t* _head_len
+    cdef Py_ssize_t* _tail_len
+    cdef bint _has_head_of, _has_tail_of
+    cdef Py_ssize_t _n_heads, _n_tails
+
+    def __dealloc__(self):
+        PyMem_Free(self._head_text)
+        PyMem_Free(self._tail_text)
+        PyMem_Free(self._head_len)
+        PyMem_Free(self._tail_len)
 
     def __init__(
         self,
@@ -121,6 +136,20 @@ cdef class Lines:
         self.start, self.end, self.offsets, self.positions = start, end, offsets, positions
         self.rows, self.row_offsets, self.row_data = rows, row_offsets, row_data
         self.heads, self.head_of, self.tails, self.tail_of = heads, head_of, tails, tail_of
+        self._has_head_of, self._has_tail_of = head_of is not None, tail_of is not None
+        self._n_heads, self._n_tails = len(heads), len(tails)
+        self._head_text = <const char**>PyMem_Malloc(max(1, len(heads)) * sizeof(char*))
+        self._tail_text = <const char**>PyMem_Malloc(max(1, len(tails)) * sizeof(char*))
+        self._head_len = <Py_ssize_t*>PyMem_Malloc(max(1, len(heads)) * sizeof(Py_ssize_t))
+        self._tail_len = <Py_ssize_t*>PyMem_Malloc(max(1, len(tails)) * sizeof(Py_ssize_t))
+        if not (self._head_text and self._tail_text and self._head_len and self._tail_len):
+            raise MemoryError()
+        for i in range(len(heads)):
+            self._head_text[i] = PyBytes_AS_STRING(heads[i])
+            self._head_len[i] = len(<bytes>heads[i])
+        for i in range(len(tails)):
+            self._tail_text[i] = PyBytes_AS_STRING(tails[i])
+            self._tail_len[i] = len(<bytes>tails[i])
         self.line_offsets = np.empty(n + 1, dtype=np.int64)
         self._line = self.line_offsets
         # The length of every line (and every index checked, so writing reads nothing out of bounds).
@@ -151,13 +180,26 @@ cdef class Lines:
         return t
 
     cdef int _write(self, Py_ssize_t lo, Py_ssize_t hi, char* out) except -1:
-        """Lines ``lo`` to ``hi - 1`` at ``out`` (which has room for them)."""
-        cdef Py_ssize_t i, k, size, r
-        cdef bytes piece
-        cdef char* begin = out
+        """Lines ``lo`` to ``hi - 1`` at ``out`` (which has room for them), without the GIL:
+        ``kleene.io.writers`` lays a batch out in a thread while the next batch is evaluated."""
+        cdef char* end
+        with nogil:
+            end = self._lay_out(lo, hi, out)
+        if end == NULL:
+            raise IndexError("a head or tail index out of range")
+        if end - out != self._line[hi] - self._line[lo]:
+            raise AssertionError("line lengths measured and written disagree")
+        return 0
+
+    cdef char* _lay_out(self, Py_ssize_t lo, Py_ssize_t hi, char* out) noexcept nogil:
+        """The loop of :meth:`_write`; NULL when a head or tail index is out of range."""
+        cdef Py_ssize_t i, k, r, h, t
         for i in range(lo, hi):
-            piece = <bytes>self.heads[self._head(i)]
-            out = _put(out, PyBytes_AS_STRING(piece), len(piece))
+            h = self.head_of[i] if self._has_head_of else 0
+            t = self.tail_of[i] if self._has_tail_of else 0
+            if h < 0 or h >= self._n_heads or t < 0 or t >= self._n_tails:
+                return NULL
+            out = _put(out, self._head_text[h], self._head_len[h])
             out = _format(out, self.start[i])
             out = _put(out, END, END_LEN)
             out = _format(out, self.end[i])
@@ -173,11 +215,8 @@ cdef class Lines:
                 r = self.rows[k]
                 out = _put(out, <const char*>&self.row_data[0] + self.row_offsets[r],
                            self.row_offsets[r + 1] - self.row_offsets[r])
-            piece = <bytes>self.tails[self._tail(i)]
-            out = _put(out, PyBytes_AS_STRING(piece), len(piece))
-        if out - begin != self._line[hi] - self._line[lo]:
-            raise AssertionError("line lengths measured and written disagree")
-        return 0
+            out = _put(out, self._tail_text[t], self._tail_len[t])
+        return out
 
     def text(self):
         """All the lines as one bytes object."""
@@ -267,12 +306,13 @@ def join(list constants, list offsets, list datas):
         if j < k:
             o = offs[j]
             d = dats[j]
-        for i in range(n):
-            memcpy(base + cursor[i], c, clen)
-            cursor[i] += clen
-            if j < k:
-                size = o[i + 1] - o[i]
-                if size:
-                    memcpy(base + cursor[i], &d[o[i]], size)
-                cursor[i] += size
+        with nogil:  # the copies without the GIL: the writer's thread lays lines out meanwhile
+            for i in range(n):
+                memcpy(base + cursor[i], c, clen)
+                cursor[i] += clen
+                if j < k:
+                    size = o[i + 1] - o[i]
+                    if size:
+                        memcpy(base + cursor[i], &d[o[i]], size)
+                    cursor[i] += size
     return text, row_np

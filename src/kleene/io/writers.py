@@ -33,6 +33,7 @@ import datetime as dt
 import json
 import math
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -152,9 +153,14 @@ class JsonlWriter:
             self._ascii = False
         self._buffer: list[str] = []
         self.count = 0
+        self._behind: threading.Thread | None = None
+        self._behind_error: BaseException | None = None
+        self.laid_out_behind = 0
+        """Batches whose lines were laid out and written by a thread (files this writer opened)."""
 
     def write(self, event: SupportsToDict | Mapping[str, Any]) -> None:
         """Queue one complex event (or dict) as a line."""
+        self._settle()
         obj = event if isinstance(event, Mapping) else event.to_dict()
         self._buffer.append(dumps_line(obj, ensure_ascii=self._ascii))
         self.count += 1
@@ -167,18 +173,51 @@ class JsonlWriter:
         The lines are those :meth:`write` gives for ``batch``'s complex events.
         """
         if len(batch):
-            self._drain()
             raw = self._raw()
+            # The lines measured (and the rows rendered) while the previous batch may still
+            # be written by its thread.
+            lines = _compiled_lines(batch, self._ascii) if raw is not None and _jsonl is not None and not batch.merged else None
+            self._drain()
             if raw is None:
                 self._stream.write(json_lines(batch, ensure_ascii=self._ascii))
-            elif _jsonl is not None and not batch.merged:
+            elif lines is not None:
                 self._stream.flush()
                 # Piece by piece through one reused buffer (Lines.write_to), not one big text.
-                _compiled_lines(batch, self._ascii).write_to(self._piece_writer(raw))
+                write = self._piece_writer(raw)
+                if self._owns:
+                    self._write_behind(lambda: lines.write_to(write))
+                else:
+                    lines.write_to(write)
             else:
                 self._stream.flush()
                 self._piece_writer(raw)(json_bytes(batch, ensure_ascii=self._ascii))
             self.count += len(batch)
+
+    def _write_behind(self, job: Callable[[], object]) -> None:
+        """Run ``job`` (lay a batch's lines out and write them) in a thread, while the caller
+        evaluates the next batch: the layout (``kleene.io._jsonl``) and the file's writes run
+        without the GIL.  Only for a file this writer opened, where nothing else writes; the
+        next call of this writer waits for it first and raises what it raised."""
+        self._settle()
+
+        def run() -> None:
+            try:
+                job()
+            except BaseException as exc:  # noqa: BLE001 - raised again by _settle, in the caller
+                self._behind_error = exc
+
+        self._behind = threading.Thread(target=run, name="kleene-jsonl", daemon=False)
+        self._behind.start()
+        self.laid_out_behind += 1
+
+    def _settle(self) -> None:
+        """Wait for the batch being written by :meth:`_write_behind`; raise its error."""
+        behind, self._behind = self._behind, None
+        if behind is not None:
+            behind.join()
+        error, self._behind_error = self._behind_error, None
+        if error is not None:
+            raise error
 
     def _piece_writer(self, raw: IO[bytes]) -> Callable[[memoryview], object]:
         """``raw.write``, followed by ``written`` when there is one."""
@@ -214,6 +253,7 @@ class JsonlWriter:
         return self.count - before
 
     def _drain(self) -> None:
+        self._settle()
         if self._buffer:
             self._stream.write("".join(self._buffer))
             self._buffer.clear()
@@ -223,10 +263,13 @@ class JsonlWriter:
         self._stream.flush()
 
     def close(self) -> None:
-        """Write what is buffered; close the file if this writer opened it."""
-        self.flush()
-        if self._owns:
-            self._stream.close()
+        """Write what is buffered; close the file if this writer opened it (also when writing
+        failed: the error is raised, the file is not left open)."""
+        try:
+            self.flush()
+        finally:
+            if self._owns and not self._stream.closed:
+                self._stream.close()
 
     def __enter__(self) -> JsonlWriter:
         return self
@@ -316,11 +359,12 @@ def json_rows(batch: pa.RecordBatch | pa.Table, *, ensure_ascii: bool = False) -
     n = batch.num_rows
     if batch.num_columns == 0:
         return pa.array(["{}"] * n, pa.string())
+    values = _rendered_columns(batch, ensure_ascii)
     parts: list[Any] = []
     for i, name in enumerate(batch.schema.names):
         key = dumps(name, ensure_ascii=ensure_ascii)
         parts.append(("{" if i == 0 else ", ") + key + ": ")
-        parts.append(json_values(batch.column(i), ensure_ascii=ensure_ascii))
+        parts.append(values[i])
     parts.append("}")
     if _jsonl is None:
         return _concat(parts, n)
@@ -330,6 +374,47 @@ def json_rows(batch: pa.RecordBatch | pa.Table, *, ensure_ascii: bool = False) -
         [c.encode() for c in parts[0::2]], [o for o, _ in columns], [d for _, d in columns]
     )
     return pa.LargeStringArray.from_buffers(n, pa.py_buffer(row_offsets), pa.py_buffer(text))
+
+
+PARALLEL_ROWS = 16_384
+"""From this many rows on, :func:`json_rows` renders the floating-point columns in a thread."""
+
+
+def _rendered_columns(batch: pa.RecordBatch | pa.Table, ensure_ascii: bool) -> list[pa.Array]:
+    """:func:`json_values` of every column of ``batch``.
+
+    Floating-point columns cost the most (Arrow's cast to text, then the checks of
+    :func:`_json_floats`; about half of a stock event's row): on a large batch with other
+    columns they are rendered in a thread while this one renders the rest.  Arrow's kernels
+    run without the GIL, so the two share the machine's cores; the values are the same.
+    """
+    columns = [batch.column(i) for i in range(batch.num_columns)]
+    floats = [i for i, c in enumerate(columns) if pa.types.is_floating(c.type)]
+    out: list[Any] = [None] * len(columns)
+    if batch.num_rows < PARALLEL_ROWS or not floats or len(floats) == len(columns):
+        floats = []
+    error: list[BaseException] = []
+
+    def render_floats() -> None:
+        try:
+            for i in floats:
+                out[i] = json_values(columns[i], ensure_ascii=ensure_ascii)
+        except BaseException as exc:  # noqa: BLE001 - raised below, in the caller
+            error.append(exc)
+
+    helper = threading.Thread(target=render_floats, name="kleene-json-floats") if floats else None
+    if helper is not None:
+        helper.start()
+    try:
+        for i, column in enumerate(columns):
+            if i not in floats:
+                out[i] = json_values(column, ensure_ascii=ensure_ascii)
+    finally:
+        if helper is not None:
+            helper.join()
+    if error:
+        raise error[0]
+    return out
 
 
 def _text_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:

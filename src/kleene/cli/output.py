@@ -31,6 +31,7 @@ class Output:
         self.final: Path | None = None
         self.temp: Path | None = None
         self._flusher: threading.Thread | None = None
+        self._starting = threading.Lock()  # written() is called by the JSON Lines writer's thread too
         self.writebacks = 0
         """Writebacks started by :meth:`written` that the kernel accepted."""
         self.writer: JsonlWriter | ArrowWriter
@@ -54,23 +55,25 @@ class Output:
         """Start sending what the file holds so far to the disk (in a thread; a no-op for
         standard output, where the previous one still runs, or off Linux).  Called by the JSON
         Lines writer after each piece of a few MiB, and after each batch."""
-        if self.temp is None or (self._flusher is not None and self._flusher.is_alive()):
-            return
-        start = start_writeback()
-        if start is None:
-            return
-        path = self.temp
+        with self._starting:
+            if self.temp is None or (self._flusher is not None and self._flusher.is_alive()):
+                return
+            start = start_writeback()
+            if start is None:
+                return
+            path = self.temp
 
-        def run() -> None:
-            if start(path):
-                self.writebacks += 1
+            def run() -> None:
+                if start(path):
+                    self.writebacks += 1
 
-        flusher = threading.Thread(target=run, name="kleene-writeback", daemon=True)
-        flusher.start()
-        self._flusher = flusher
+            flusher = threading.Thread(target=run, name="kleene-writeback", daemon=True)
+            flusher.start()
+            self._flusher = flusher
 
     def _wait(self) -> None:
-        flusher, self._flusher = self._flusher, None
+        with self._starting:
+            flusher, self._flusher = self._flusher, None
         if flusher is not None and flusher.ident is not None:
             flusher.join()
 

@@ -264,7 +264,9 @@ class JsonlWriter:
 
     def close(self) -> None:
         """Write what is buffered; close the file if this writer opened it (also when writing
-        failed: the error is raised, the file is not left open)."""
+        failed: the error is raised, the file is not left open; closing again does nothing)."""
+        if self._owns and self._stream.closed:
+            return
         try:
             self.flush()
         finally:

@@ -263,13 +263,13 @@ class MatchBatch:
         partition_names: tuple[str, ...] = (),
     ) -> MatchBatch:
         n = len(cols.starts)
-        counts = np.array(cols.run_counts, dtype=np.int64)
+        counts = np.frombuffer(cols.run_counts, dtype=np.int64)
         lengths = np.frombuffer(cols.lengths, dtype=np.int64).copy()
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         flat = np.frombuffer(cols.flat, dtype=np.int64).copy()
         runs_ascending = np.zeros(len(counts), dtype=bool)
-        runs_ascending[cols.found_runs] = True
+        runs_ascending[np.frombuffer(cols.found_runs, dtype=np.int64)] = True
         if len(flat) and not cols.found_runs:
             # The walk met each complex event's positions latest first: element
             # k of event i goes to offsets[i] + offsets[i + 1] - 1 - k, one gather.
@@ -283,11 +283,11 @@ class MatchBatch:
             flat = flat[np.where(ascending[owner], k, reverse)]
         keys = cols.run_keys
         partition: list[Hashable] | None = None
-        if any(k is not None for k in keys):
+        if keys.count(None) < len(keys):  # a key somewhere (counted in C: a run per end)
             partition = [k for k, c in zip(keys, cols.run_counts) for k in repeat(k, c)]
         return cls(
             np.frombuffer(cols.starts, dtype=np.int64).copy(),
-            np.repeat(np.array(cols.run_ends, dtype=np.int64), counts),
+            np.repeat(np.frombuffer(cols.run_ends, dtype=np.int64), counts),
             offsets,
             flat,
             partition,

@@ -276,10 +276,12 @@ class Columns:
         self.starts = array("q")
         self.lengths = array("q")
         self.flat = array("q")
-        self.run_ends: list[int] = []
+        # Per run (one enumerated node, or one end of the bulk path): machine integers, so that
+        # the bulk path extends them and MatchBatch reads them without a Python int each.
+        self.run_ends = array("q")
         self.run_keys: list[Hashable] = []
-        self.run_counts: list[int] = []
-        self.found_runs: list[int] = []
+        self.run_counts = array("q")
+        self.found_runs = array("q")
         """The runs appended as Found tuples (positions ascending): none on the tECS path."""
 
     def __len__(self) -> int:
@@ -312,11 +314,11 @@ class Columns:
         self.lengths.frombytes(np.full(n, marked.shape[1], dtype=np.int64).tobytes())
         self.flat.frombytes(np.ascontiguousarray(marked, dtype=np.int64).tobytes())
         bounds = np.concatenate(([0], np.flatnonzero(np.diff(ends)) + 1, [n]))
-        first = len(self.run_ends)
-        self.run_ends.extend(ends[bounds[:-1]].tolist())
-        self.run_counts.extend(np.diff(bounds).tolist())
-        self.run_keys.extend([None] * (len(bounds) - 1))
-        self.found_runs.extend(range(first, first + len(bounds) - 1))
+        first, runs = len(self.run_ends), len(bounds) - 1
+        self.run_ends.frombytes(np.ascontiguousarray(ends[bounds[:-1]], dtype=np.int64).tobytes())
+        self.run_counts.frombytes(np.diff(bounds).astype(np.int64).tobytes())
+        self.run_keys.extend([None] * runs)
+        self.found_runs.frombytes(np.arange(first, first + runs, dtype=np.int64).tobytes())
 
     def add_node(self, node: Node, tau: int | float, limit: int, end: int, key: Hashable) -> int:
         """:func:`enumerate_node` into the columns; the same complex events, in the same order."""

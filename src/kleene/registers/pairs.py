@@ -129,10 +129,20 @@ def pair_plan(
     return steps or None
 
 
+def indices(rows: np.ndarray) -> pa.Array:
+    """``rows`` as an Arrow int64 array for ``take``, without copying.
+
+    Not ``pa.array(rows)``: for a numpy array that asks ``numpy.ma`` whether it is masked,
+    which imports ``numpy.ma`` (~9 ms of the start of every run, on its first call).
+    """
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(rows)])
+
+
 def _columns(batch: pa.RecordBatch, names: Sequence[str], rows: np.ndarray) -> pa.Table:
     present = batch.schema.names
     arrays = [
-        batch.column(a).take(pa.array(rows)) if a in present else pa.nulls(len(rows))
+        batch.column(a).take(indices(rows)) if a in present else pa.nulls(len(rows))
         for a in names
     ]
     return pa.Table.from_arrays(arrays, names=[LEFT + a for a in names]) if names else pa.table(
@@ -184,10 +194,10 @@ def run_pairs(
                 l_idx = np.repeat(lo, counts) + offsets
                 if step.table is not None:
                     assert l_cols is not None
-                    pair = l_cols.take(pa.array(l_idx))
+                    pair = l_cols.take(indices(l_idx))
                     present = batch.schema.names
                     for a in step.right_attrs:
-                        col = batch.column(a).take(pa.array(right[r_idx])) if a in present else pa.nulls(total)
+                        col = batch.column(a).take(indices(right[r_idx])) if a in present else pa.nulls(total)
                         pair = pair.append_column(a, col)
                     ok = (step.table.evaluate(pair.combine_chunks().to_batches()[0]) & np.uint64(1)) != 0
                     r_idx, l_idx = r_idx[ok], l_idx[ok]

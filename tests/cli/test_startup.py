@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIR = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] AND b[price < a.price] WITHIN 3 EVENTS"
-LAZY = ("lark", "kleene.language.parser", "kleene.language.limits", "kleene.registers.windowed", "numpy.ma")
+LAZY = ("lark", "kleene.language.parser", "kleene.language.limits", "kleene.registers.unrolling", "numpy.ma")
 """Not loaded by `kleene run` of a query parsed before (the pair query: the register engine).
 ``numpy.ma``: ``pa.array`` of a numpy array imports it (~9 ms), the pair join's ``take`` does not
 (``kleene.registers.pairs.indices``)."""

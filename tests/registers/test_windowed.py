@@ -1,4 +1,4 @@
-"""Windowed unrolling and determinization (kleene.registers.windowed) and the windowed runtime.
+"""Windowed unrolling and determinization (kleene.registers.sra, .unrolling, .determinize) and the windowed runtime.
 
 The paper cases: SRT spec T9 (TR Fig 14), the RMA output-agnostic test (end
 of RMA §6), RMA #4 (the run trace of Run (3)) and the register count the RMA
@@ -26,21 +26,18 @@ from kleene.language.parser import parse_query
 from kleene.language.scopes import evaluated_form
 from kleene.predicates.table import PredicateTable
 from kleene.registers.automaton import SRT, compile_srt
-from kleene.registers.windowed import (
+from kleene.registers.determinize import determinize, recognizes, run_dsra, run_sra
+from kleene.registers.sra import (
     SRA,
     TRUE,
     Condition,
     Formula,
     SRATransition,
     Symbol,
-    determinize,
     from_srt,
-    recognizes,
-    run_dsra,
-    run_sra,
-    unroll,
     with_start_loop,
 )
+from kleene.registers.unrolling import unroll
 
 
 def srt_of(query: str) -> SRT:
@@ -209,7 +206,7 @@ def test_rma_output_agnostic_dsra() -> None:
 
 
 def test_start_loop_with_one_register_file_is_not_exact_from_window_3() -> None:
-    """The finding of kleene.registers.windowed: φ1 WINDOW 3 on T(1) T(2) H(1).
+    """The finding of kleene.registers.determinize: φ1 WINDOW 3 on T(1) T(2) H(1).
 
     The match {0,2} exists (the unrolled RMA's runs find it; so do the
     oracle and the windowed runtime), but the determinized RMA with the

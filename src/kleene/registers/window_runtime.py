@@ -2,7 +2,7 @@
 
 Under ``WITHIN n EVENTS`` a complex event spans at most ``D = n + 1``
 positions, so a run consumes at most ``D`` events of its partition and the
-SRT can be unrolled to depth ``D`` (:class:`kleene.registers.windowed.Unrolling`).
+SRT can be unrolled to depth ``D`` (:class:`kleene.registers.unrolling.Unrolling`).
 The evaluation state of a partition is then *one* configuration of the
 deterministic automaton (SRT TR Alg 7): the set ``S`` of tree nodes its runs
 are at, plus the deterministic automaton's registers, which are the last
@@ -51,7 +51,7 @@ from kleene.registers.pairs import pair_plan
 from kleene.registers.runtime import RegisterEngine
 
 if TYPE_CHECKING:  # the unrolling is imported when this runtime is chosen (start-up time)
-    from kleene.registers.windowed import Edge
+    from kleene.registers.unrolling import Edge
 
 Found = list[tuple[int, tuple[int, ...]]]
 Step = tuple[int, "Edge"]
@@ -137,7 +137,7 @@ class WindowedEngine(RegisterEngine):
             raise ValueError("the windowed runtime does not evaluate UNLESS: use the runs")
         self.pairs = None
         self.depth = int(window) + 1
-        from kleene.registers.windowed import Unrolling
+        from kleene.registers.unrolling import Unrolling
 
         self.tree = Unrolling(srt, self.depth, strict=self.strict)
         self.parts: dict[Hashable, _Partition] = {}

@@ -11,6 +11,11 @@ symbols, and its V shape and running-SUM clauses, WITHIN added so that every sea
   Parquet file of ``--batch`` rows per micro-batch (``maxFilesPerTrigger`` 1,
   ``availableNow``), written by :func:`~kleene.spark.start_match_recognize_stream`; wall time
   of the query (the session started before), rows/s, matches counted against in process.
+  Then where the time went: the first micro-batch (Python workers start, plans compile)
+  apart from the steady ones (rows/s of the batches after the first), and the CPU seconds
+  per steady micro-batch of the JVM and of the Python workers (read from ``/proc`` for
+  this process's descendants), the state commit and the operator's update time (Spark's
+  progress reports, medians).
 
 Run::
 
@@ -27,6 +32,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -110,15 +116,78 @@ def on_spark(name: str, table: pa.Table, batch: int) -> None:
         query = start_match_recognize_stream(
             results, str(base / "out"), checkpoint=str(base / "ck"),
             late_rows_path=str(base / "late"), available_now=True)
+        marks: list[tuple[int, float, float, float]] = []  # batch done, wall, JVM, Python CPU
+
+        def poll() -> None:
+            while query.isActive:
+                progress = query.lastProgress
+                done = progress["batchId"] if progress else -1
+                if not marks or marks[-1][0] != done:
+                    marks.append((done, time.perf_counter() - t0, *tree_cpu()))
+                time.sleep(0.2)
+
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
         query.awaitTermination()
         wall = time.perf_counter() - t0
+        poller.join()
         assert query.exception() is None
+        report_progress(query.recentProgress, marks, batch)
         got = spark.read.parquet(str(base / "out")).filter("symbol <> 99").count()
     expected = kleene.match_recognize(table, CLAUSES[name]).num_rows
     assert got == expected, (got, expected)
     print(f"| {name} (Spark local[2]) | {table.num_rows:,} | {batch:,} | {got:,} | "
           f"{wall:.1f} s wall | {table.num_rows / wall:,.0f} | | |")
     spark.stop()
+
+
+def tree_cpu() -> tuple[float, float]:
+    """CPU seconds (user + system) so far of this process's descendants: the JVM, the
+    Python workers (Linux ``/proc``; zeros elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    info: dict[int, tuple[float, str]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            command = Path(f"/proc/{entry}/cmdline").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        info[int(entry)] = ((int(fields[11]) + int(fields[12])) / tick, command)
+    jvm = python = 0.0
+    stack = list(children.get(os.getpid(), []))
+    while stack:
+        pid = stack.pop()
+        cpu, command = info.get(pid, (0.0, ""))
+        if "java" in command:
+            jvm += cpu
+        elif "pyspark" in command:
+            python += cpu
+        stack.extend(children.get(pid, []))
+    return jvm, python
+
+
+def report_progress(progress: list[dict], marks: list[tuple[int, float, float, float]],
+                    batch: int) -> None:
+    """Where a Spark run's time went: first micro-batch against the steady ones."""
+    first = next((m for m in marks if m[0] >= 0), None)
+    last = marks[-1] if marks else None
+    steady = [p for p in progress if p["batchId"] >= 1 and p["numInputRows"] >= batch]
+    if first is None or last is None or not steady or last[0] <= first[0]:
+        return
+    rows = sum(p["numInputRows"] for p in progress if p["batchId"] > first[0])
+    span = last[0] - first[0]
+    ops = [p["stateOperators"][0] for p in steady if p["stateOperators"]]
+    print(f"first micro-batch {first[1]:.1f} s; then {rows:,} rows in {last[1] - first[1]:.1f} s "
+          f"({rows / (last[1] - first[1]):,.0f} rows/s); per later micro-batch: JVM "
+          f"{(last[2] - first[2]) / span:.2f} s CPU, Python workers {(last[3] - first[3]) / span:.2f}"
+          f" s CPU, trigger {statistics.median(p['durationMs']['triggerExecution'] for p in steady):,.0f}"
+          f" ms, state update {statistics.median(o['allUpdatesTimeMs'] for o in ops):,.0f} ms, "
+          f"commit {statistics.median(o['commitTimeMs'] for o in ops):,.0f} ms (medians)")
 
 
 def main() -> None:

@@ -35,8 +35,8 @@ def main(config_path: str) -> int:
     state = hook_sink_calls(mrs._Writer, config)
     write = mrs.write_batch
 
-    def hooked_write(df: Any, path: str, output_format: str) -> None:
-        write(df, path, output_format)
+    def hooked_write(df: Any, path: str, output_format: str, **given: Any) -> None:
+        write(df, path, output_format, **given)
         if state["between"] and "/out/" in path:
             die()
 

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -61,7 +62,7 @@ from kleene.spark.stream import (
     write_batch,
 )
 
-__all__ = ["match_recognize_stream", "start_match_recognize_stream"]
+__all__ = ["match_recognize_stream", "release_order", "start_match_recognize_stream"]
 
 KIND_MATCH, KIND_LATE, KIND_UNTIMED = "match", "late", "untimed"
 EXTRA = ("kind", "watermark_ms", "late_row")
@@ -161,12 +162,15 @@ class _Writer:
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         df = df.persist()  # the stateful batch must not be computed twice
         try:
+            # one job counts both kinds (two asked whether each was empty): a job fewer per batch
+            counts = {str(r[0]): int(r[1]) for r in df.groupBy("kind").count().collect()}
+            n_matches = counts.pop(KIND_MATCH, 0)
             matches = df.filter(F.col("kind") == KIND_MATCH).drop(*EXTRA)
             late = df.filter(F.col("kind") != KIND_MATCH).select(
                 "late_row.*", F.col("kind").alias("reason"), F.col("watermark_ms"))
             name = f"batch={batch_id:09d}"
-            write_batch(matches, f"{self.output}/{name}", self.format)
-            write_batch(late, f"{self.late}/{name}", self.format)
+            write_batch(matches, f"{self.output}/{name}", self.format, rows=n_matches)
+            write_batch(late, f"{self.late}/{name}", self.format, rows=sum(counts.values()))
         finally:
             df.unpersist()
 
@@ -208,7 +212,7 @@ class _MatchProcessor(StatefulProcessor):
         frames = [pdf for pdf in rows if len(pdf)]
         if not frames:
             return
-        pdf = pd.concat(frames, ignore_index=True)
+        pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         pdf = pdf.iloc[:, : self.ncols + 1]  # positional: Spark renames internal columns
         pdf.columns = pd.Index(self.pending_arrow.names)
         table = pa.Table.from_pandas(pdf, schema=self.pending_arrow, preserve_index=False)
@@ -247,12 +251,10 @@ class _MatchProcessor(StatefulProcessor):
                     self.handle.registerTimer(ceil_div(first, 1000))
                 else:
                     self.pending.clear()
-                # (time, contents): a deterministic order for ties, whatever the arrival order
-                times = ready.column(US).to_pylist()
-                texts = [repr(tuple(r.values())) for r in ready.select(self.spec.columns).to_pylist()]
-                order = sorted(range(ready.num_rows), key=lambda i: (times[i], texts[i]))
-                batch = ready.take(pa.array(order, pa.int64())).select(self.spec.columns)
-        value = self.state.get() if self.state.exists() else None
+                columns = ready.select(self.spec.columns)
+                order, _tied = release_order(ready.column(US), columns)
+                batch = columns.take(order)
+        value = self.state.get()  # None when the key has no state yet
         state = PartitionState.from_bytes(value[0]) if value is not None else None
         result, state = self.engine.feed(state, batch, horizon=self._horizon(wm))
         self.state.update((state.to_bytes(),))
@@ -288,6 +290,31 @@ class _MatchProcessor(StatefulProcessor):
 
     def _frame(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
         return pd.DataFrame(rows, columns=self.spec.out_columns, dtype=object)
+
+
+def release_order(times: pa.ChunkedArray | pa.Array, rows: pa.Table) -> tuple[pa.Array, int]:
+    """The order rows are released in: by event time, ties by the row's contents (its
+    ``repr``), whatever the arrival order; and how many rows were tied.
+
+    Sorted by Arrow; only rows that share a time are converted to Python for their
+    ``repr`` (in a stream of distinct times, none), so the order costs no Python
+    object per row.
+    """
+    order = pc.sort_indices(times)  # stable
+    sorted_times = times.take(order).to_numpy(zero_copy_only=False)
+    same = sorted_times[1:] == sorted_times[:-1]
+    if not same.any():
+        return order, 0
+    indices = order.to_numpy(zero_copy_only=False).copy()
+    starts = np.flatnonzero(np.diff(np.concatenate(([False], same, [False])).astype(np.int8)) == 1)
+    ends = np.flatnonzero(np.diff(np.concatenate(([False], same, [False])).astype(np.int8)) == -1)
+    tied = 0
+    for s, e in zip(starts.tolist(), (ends + 1).tolist(), strict=True):
+        run = indices[s:e]
+        texts = [repr(tuple(r.values())) for r in rows.take(pa.array(run)).to_pylist()]
+        indices[s:e] = [run[k] for k in sorted(range(len(run)), key=texts.__getitem__)]
+        tied += e - s
+    return pa.array(indices, pa.int64()), tied
 
 
 def _ipc(table: pa.Table) -> bytes:

@@ -21,7 +21,12 @@ Why each setting (see ``docs/spark.md``):
 * Arrow enabled: ``mapInArrow`` needs nothing else, but ``toPandas`` and
   ``createDataFrame`` from pandas are much faster with it.
 * RocksDB state store: ``transformWithStateInPandas`` (the streaming path)
-  refuses the default HDFS-backed store.
+  refuses the default HDFS-backed store.  With changelog checkpointing
+  (:data:`CHANGELOG`) a micro-batch's commit writes the changed keys only, not
+  a zipped snapshot of every RocksDB file (snapshots are taken in the
+  background); on a restart the last snapshot plus the changelogs give the
+  same state.  Measured: the commit 420 → 270 ms per micro-batch (medians)
+  (docs/benchmarks.md, "MATCH_RECOGNIZE in Structured Streaming").
 * The engine package must be importable on the executors.  Locally the
   workers use this interpreter, where kleene is installed, so nothing is
   shipped; :func:`ensure_importable` checks it with a one-task job.  On a
@@ -46,6 +51,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+"""RocksDB changelog checkpointing, on in :func:`session_settings` (an existing checkpoint
+keeps its state when it is turned on)."""
 
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
@@ -134,6 +142,7 @@ def session_settings(
         "spark.sql.shuffle.partitions": "8",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+        CHANGELOG: "true",
         "spark.sql.session.timeZone": "UTC",
         "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
         "spark.pyspark.driver.python": os.environ["PYSPARK_DRIVER_PYTHON"],

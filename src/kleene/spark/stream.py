@@ -343,10 +343,11 @@ class _BatchWriter:
         write_batch(df, path, self.format)
 
 
-def write_batch(df: DataFrame, path: str, output_format: str) -> None:
+def write_batch(df: DataFrame, path: str, output_format: str, *, rows: int | None = None) -> None:
     """Write one micro-batch's rows to ``path`` (overwritten: idempotent per batch id);
-    nothing for an empty batch.  In CSV the nested columns are JSON strings."""
-    if df.isEmpty():
+    nothing for an empty batch.  In CSV the nested columns are JSON strings.  ``rows``:
+    the number of rows when the caller knows it (then no job asks whether it is empty)."""
+    if rows == 0 or (rows is None and df.isEmpty()):
         return
     if output_format == "parquet":
         df.write.mode("overwrite").parquet(path)

@@ -22,7 +22,7 @@ import pytest
 import kleene  # noqa: E402
 from kleene.cli import main  # noqa: E402
 from kleene.spark import detect, output_schema, plan_for  # noqa: E402
-from kleene.spark.batch import _input_order_positions, _position_ranges  # noqa: E402
+from kleene.spark.positions import input_order_positions, position_ranges  # noqa: E402
 
 NAMES = ["MSFT", "INTC", "AAPL", "GOOG", "AMZN"]
 
@@ -184,8 +184,8 @@ def test_time_ordered_input_needs_no_sort(
 ) -> None:
     """Input already in time order, no order_by: positions from the row ids, same output."""
     ts = events_df.schema["ts"].dataType
-    assert _input_order_positions(ordered_parquet, "ts", ts) is not None
-    assert _input_order_positions(events_df, "ts", ts) is None  # shuffled: the general path
+    assert input_order_positions(ordered_parquet, "ts", ts) is not None
+    assert input_order_positions(events_df, "ts", ts) is None  # shuffled: the general path
     rows = detect(ordered_parquet, query, time_column="ts").collect()
     got = sorted(
         _key(r["start"], r["end"], tuple(r["positions"]), [e.asDict() for e in r["events"]],
@@ -203,9 +203,9 @@ def test_time_ordered_input_parallel_ranges(
     from pyspark.sql import functions as F
 
     compiled = kleene.compile(query, time_column="ts")
-    in_order = _input_order_positions(ordered_parquet, "ts", ordered_parquet.schema["ts"].dataType)
+    in_order = input_order_positions(ordered_parquet, "ts", ordered_parquet.schema["ts"].dataType)
     assert in_order is not None
-    starts = _position_ranges(in_order, 4, compiled)
+    starts = position_ranges(in_order, 4, compiled)
     assert len(starts) == 4 and starts[0][0] == 0
     if "seconds" in query:  # a duration window starts each range at its first row's time
         times = events.sort_by([("ts", "ascending"), ("id", "ascending")])["ts"].to_pylist()

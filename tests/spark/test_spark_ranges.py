@@ -22,7 +22,7 @@ from test_spark_language import cut_run, engine_run, on_spark
 import kleene
 from kleene.language.printer import to_ceql
 from kleene.spark import detect, plan_for
-from kleene.spark.batch import RANGES_EXACT_STRATEGIES
+from kleene.spark.plan import RANGES_EXACT_STRATEGIES
 
 N, RANGES = 120, 12
 WIDTH = N // RANGES

@@ -20,7 +20,7 @@ from test_spark_speed import EACH_TASK_JOBS, QUERY, SORTED_PARQUET_JOBS, departu
 
 from kleene.cli import main
 from kleene.spark import detect, textfile
-from kleene.spark.batch import key_hashes
+from kleene.spark.evaluator import key_hashes
 from kleene.spark.textfile import ROW_COLUMN, read, scan, spark_schema, times_in_order
 
 

@@ -39,7 +39,9 @@ if not _pandas_found:
         name="pandas",
     )
 
-from kleene.spark.batch import DEFAULT_QUERY_NAME, detect, output_schema, plan_for, query_name
+from kleene.spark.batch import detect
+from kleene.spark.plan import plan_for
+from kleene.spark.schema import DEFAULT_QUERY_NAME, output_schema, query_name
 from kleene.spark.session import active_session, ensure_importable, local_session, stop_session
 
 

@@ -86,8 +86,8 @@ from kleene.language.checks import check
 from kleene.language.errors import KleeneError
 from kleene.language.schema import Schema
 from kleene.options import InputOptions
-from kleene.spark.evaluator import Evaluator, KeysOfTask, key_hashes
-from kleene.spark.plan import RANGES_EXACT_STRATEGIES, Plan, plan_for
+from kleene.spark.evaluator import Evaluator, KeysOfTask
+from kleene.spark.plan import plan_for
 from kleene.spark.positions import (
     bucket_expr,
     input_order_positions,
@@ -96,8 +96,6 @@ from kleene.spark.positions import (
 )
 from kleene.spark.ranges import with_overlap
 from kleene.spark.schema import (
-    DEFAULT_QUERY_NAME,
-    OUTPUT_FIELDS,
     POS,
     PREFIX,
     RANGE,
@@ -105,23 +103,8 @@ from kleene.spark.schema import (
     query_name,
 )
 
-__all__ = [
-    "DEFAULT_QUERY_NAME",
-    "OUTPUT_FIELDS",
-    "POS",
-    "PREFIX",
-    "RANGES_EXACT_STRATEGIES",
-    "KeysOfTask",
-    "Plan",
-    "detect",
-    "key_hashes",
-    "output_schema",
-    "plan_for",
-    "query_name",
-]
+__all__ = ["detect"]
 
-_input_order_positions = input_order_positions  # the names the batch tests read here
-_position_ranges = position_ranges
 
 
 # ------------------------------------------------------------------- detect

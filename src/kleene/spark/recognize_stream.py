@@ -51,7 +51,7 @@ from kleene.language.errors import KleeneError
 from kleene.language.match_recognize.parser import parse
 from kleene.language.match_recognize.types import output_schema, resolve_column
 from kleene.runtime.match_recognize.incremental import Incremental, PartitionState
-from kleene.spark.batch import PREFIX
+from kleene.spark.schema import PREFIX
 from kleene.spark.stream import (
     KEY,
     US,

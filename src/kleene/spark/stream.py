@@ -56,7 +56,7 @@ from kleene.language.checks import check
 from kleene.language.errors import KleeneError, UnsupportedError
 from kleene.language.schema import Schema
 from kleene.options import InputOptions
-from kleene.spark.batch import OUTPUT_FIELDS, POS, PREFIX, output_schema, query_name
+from kleene.spark.schema import OUTPUT_FIELDS, POS, PREFIX, output_schema, query_name
 
 US = PREFIX + "us"
 """Event time in microseconds since the epoch, computed by Spark (watermark and release)."""
@@ -118,7 +118,7 @@ def check_streamable(query: Query) -> None:
 def stream_schema(
     input_schema: T.StructType, *, partition_by: Sequence[str], time_column: str
 ) -> T.StructType:
-    """:func:`kleene.spark.batch.output_schema` plus ``kind`` and ``watermark_ms``.
+    """:func:`kleene.spark.schema.output_schema` plus ``kind`` and ``watermark_ms``.
 
     ``kind`` is ``complex`` for a complex event, ``late`` for an input row
     that arrived behind the watermark (``events`` holds that one row and
@@ -170,7 +170,7 @@ def detect_stream(
     """Run a CEQL query over a streaming DataFrame; return a streaming DataFrame of results.
 
     Each result row is a complex event (``kind = 'complex'``, the columns of
-    :func:`kleene.spark.batch.output_schema`) or an input row that could not
+    :func:`kleene.spark.schema.output_schema`) or an input row that could not
     be evaluated (``kind = 'late'``: behind the watermark; ``'untimed'``: null
     time), so nothing is dropped silently.  Write it with :func:`start_stream`
     (two directories, exactly-once), or to any sink yourself, in append mode.
@@ -187,7 +187,7 @@ def detect_stream(
     directory when the query changes.  ``time_column`` is required, here or in
     ``options`` (:class:`~kleene.options.InputOptions`; a compiled ``query``
     brings its own), which single keywords override.  The ``query`` column
-    holds ``query_id``, by default the query's name (:func:`kleene.spark.batch.query_name`).
+    holds ``query_id``, by default the query's name (:func:`kleene.spark.schema.query_name`).
     """
     if isinstance(query, Query):
         text, schema = query.text, schema or query.schema

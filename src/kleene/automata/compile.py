@@ -528,11 +528,18 @@ def _compile(
     finally:
         if collecting:
             gc.enable()
-    if frag.waits:
-        raise ValueError("a nested selector at the start of the pattern")
     q0 = builder.state()
     vts = list(frag.transitions)
-    vts.extend(t.moved(q0, t.target) for t in frag.transitions if t.source in frag.initial)
+    anchored = bool(frag.waits)
+    if anchored:
+        # A NEXT/LAST/MAX at the start of the pattern (kleene.language.selectors allows it
+        # without a window): the automaton runs once, from the stream's start, so that the
+        # selector's competitors are all the matches of its pattern since then; the other
+        # starts wait with a TRUE loop, as after ';' (kleene.runtime.anchored).
+        if strict:
+            raise ValueError("a nested selector at the start of the pattern under SELECT STRICT")
+        vts.extend(_VT(i, 0, frozenset(), i) for i in sorted(frag.initial - frag.waits))
+    vts.extend(t.moved(q0, t.target) for t in list(vts) if t.source in frag.initial)
     builder.grew(len(vts))
     finals_in = set(frag.finals)
     if strict:
@@ -568,7 +575,7 @@ def _compile(
         sorted(labels, key=lambda t: (t.source, t.target, t.mask, t.neg, t.marked))
     )
     finals = frozenset(numbering[s] for s in finals_in if s in useful)
-    cea = CEA(len(numbering), transitions, numbering[q0], finals)
+    cea = CEA(len(numbering), transitions, numbering[q0], finals, anchored)
     return (
         cea,
         {t: frozenset(f) for t, f in labels.items() if f},

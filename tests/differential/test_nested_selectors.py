@@ -91,6 +91,12 @@ EXAMPLES = [
     # Under OR (the other side starts anywhere) and starting an iteration.
     ("SELECT * WHERE MAX(T+) ; H OR A ; H", "TAXTH", {(0, 4), (0, 3, 4), (1, 4)}),  # not {3,4}
     ("SELECT * WHERE (NEXT(A ; B))+ ; C", "AABABC", {(0, 2, 5), (0, 4, 5), (0, 2, 3, 4, 5)}),
+    # At the start of a side of AND or of UNLESS's left side: entered where the product is.
+    # MAX(B+) after A is {1,2,3} at 3; AND B+ keeps it ({2,3}, {3} are not maximal).
+    ("SELECT * WHERE A ; (MAX(B+) AND B+)", "ABBB", {(0, 1), (0, 1, 2), (0, 1, 2, 3)}),
+    # NEXT(B+) after A: {1}, {1,2}, {1,2,4} (not {1,4}: {1,2,4} wins at 2); no C inside.
+    ("SELECT * WHERE A ; (NEXT(B+) UNLESS C) ; D", "ABBCBD", {(0, 1, 5), (0, 1, 2, 5)}),
+    ("SELECT * WHERE (NEXT(B+) AND B+ ; B) ; D", "BBBD", {(0, 1, 3), (0, 1, 2, 3)}),
     # The whole pattern: the query's strategy.
     ("SELECT * WHERE MAX(A ; B)", "AAB", {(0, 2), (1, 2)}),
     ("SELECT * WHERE NEXT(A ; B) AS x", "AAB", {(0, 2)}),
@@ -173,8 +179,8 @@ REFUSED = [
     ("SELECT * WHERE MAX(T+) ; H CONSUME BY ANY", "MAX(T+)", "CONSUME BY would discard the runs"),
     ("SELECT MAX * WHERE NEXT(T+) ; H", "NEXT(T+)", "SELECT MAX chooses again among whole matches"),
     ("SELECT T WHERE MAX(NEXT(T+) ; A) ; H", "MAX(NEXT", "itself starting with a selector"),
-    ("SELECT * WHERE (LAST(B+) AND B+) ; C", "LAST(B+)", "LAST(...) here is not supported"),
-    ("SELECT * WHERE A ; (LAST(B+) AND B+)", "LAST(B+)", "LAST(...) here is not supported"),
+    ("SELECT * WHERE A ; (LAST(B+) ALL C)", "LAST(B+)", "LAST(...) here is not supported"),
+    ("SELECT * WHERE A ; (B+ UNLESS MAX(C+))", "MAX(C+)", "MAX(...) here is not supported"),
     ("SELECT * WHERE A ; (B* ; MAX(C+))", "MAX(C+)", "MAX(...) here is not supported"),
     ("SELECT * WHERE STRICT(A ; MAX(B+))", "MAX(B+)", "STRICT over MAX(...) is not supported"),
     ("SELECT * WHERE STRICT(A ALL B)", "A ALL B", "STRICT(... ALL ...) is not supported"),
@@ -255,8 +261,8 @@ def selector_wheres(draw: st.DrawFn, at_start: bool = False) -> tuple[ast.Patter
         sel = ast.Selector(draw(st.sampled_from(SELECTORS[1:])), ast.Seq(sel.pattern, inner))
     leaf = ast.EventType(draw(st.sampled_from(TYPES)))
     after = ast.EventType(draw(st.sampled_from(TYPES)))
-    shape = draw(st.integers(11, 13) if at_start else st.integers(0, 13))
-    if shape >= 11:  # at the start of the pattern: read from the stream's start
+    shape = draw(st.integers(11, 14) if at_start else st.integers(0, 15))
+    if shape >= 11:  # at the start of the pattern or of a side of AND / UNLESS's left
         if name == "STRICT" or isinstance(sel.pattern, ast.EventType):
             # aimed: a choosing selector on a body with several matches per end
             sel = ast.Selector(draw(st.sampled_from(SELECTORS[1:])), draw(bodies(several=True)))
@@ -264,7 +270,20 @@ def selector_wheres(draw: st.DrawFn, at_start: bool = False) -> tuple[ast.Patter
             return ast.Seq(sel, after), True
         if shape == 12:
             return ast.Or(ast.Seq(sel, after), ast.Seq(leaf, after)), True
-        return ast.Seq(draw(st.sampled_from((ast.Iter(sel), ast.Star(sel)))), after), True
+        if shape == 13:
+            return ast.Seq(draw(st.sampled_from((ast.Iter(sel), ast.Star(sel)))), after), True
+        # AND: the other side has the same events (ρ ; X, or any two events ; X); UNLESS: its
+        # right side is another event type, or a sequence inside the match
+        other = draw(st.sampled_from((
+            ast.Seq(sel.pattern, after),
+            ast.Seq(ast.Iter(ast.EventType(draw(st.sampled_from(TYPES)))), after),
+        )))
+        op = ast.And(ast.Seq(sel, after), other)
+        if draw(st.booleans()):
+            op = ast.Unless(ast.Seq(sel, after), draw(st.sampled_from((leaf, ast.Seq(after, leaf)))))
+        if shape == 14:
+            return op, True
+        return ast.Seq(leaf, op), False  # a side entered after the left side of ';'
     return _inside(draw, name, sel, leaf, after, shape), False
 
 

@@ -27,9 +27,11 @@ engines a query is rewritten, before it is checked and planned (docs/semantics.m
   *anchored* automaton, :mod:`kleene.runtime.anchored`).  Refused with WITHIN
   (the competitors start at the window of the whole match, which depends on
   where the whole match ends), CONSUME BY, or a query strategy.
+* at the start of a side of AND or of UNLESS's left side: entered where the
+  product is (both sides wait together, kleene.automata.compile._waiting).
 * everything else is refused with :class:`UnsupportedError` at the selector,
-  saying why: a NEXT/LAST/MAX at the start of a side of AND/ALL/UNLESS, after a
-  pattern that may match nothing, ``STRICT`` over
+  saying why: a NEXT/LAST/MAX at the start of a side of ALL or of UNLESS's
+  right side, after a pattern that may match nothing, ``STRICT`` over
   ``ALL`` (the union of two matches is an interval without each being one) or
   over NEXT/LAST/MAX, and a selector inside ``NOT(...)`` (one event).  The
   register engine (conditions between events) takes no nested NEXT/LAST/MAX
@@ -226,13 +228,20 @@ class _Rewriter:
                 left=self.pattern(p.left, strict, entered, top),
                 right=self.pattern(p.right, strict, entered, top),
             )
+        # AND's sides and UNLESS's left are entered where the product is (both wait for their
+        # first event together, kleene.automata.compile._waiting); UNLESS's right side starts
+        # inside the left match, and ALL's sides at different events.
         if isinstance(p, ast.And):
             return dataclasses.replace(
-                p, left=self.pattern(p.left, strict), right=self.pattern(p.right, strict)
+                p,
+                left=self.pattern(p.left, strict, entered, top),
+                right=self.pattern(p.right, strict, entered, top),
             )
         if isinstance(p, ast.Unless):
             return dataclasses.replace(
-                p, left=self.pattern(p.left, strict), right=self.pattern(p.right, False)
+                p,
+                left=self.pattern(p.left, strict, entered, top),
+                right=self.pattern(p.right, False),
             )
         if isinstance(p, ast.All):
             if strict:
@@ -273,6 +282,8 @@ def anchored_selectors(p: ast.Pattern) -> list[ast.Selector]:
         return anchored_selectors(p.pattern)
     if isinstance(p, ast.Seq):
         return anchored_selectors(p.left)
-    if isinstance(p, ast.Or):
+    if isinstance(p, ast.Or | ast.And):
         return anchored_selectors(p.left) + anchored_selectors(p.right)
+    if isinstance(p, ast.Unless):
+        return anchored_selectors(p.left)
     return []

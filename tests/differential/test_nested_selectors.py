@@ -97,6 +97,14 @@ EXAMPLES = [
     # NEXT(B+) after A: {1}, {1,2}, {1,2,4} (not {1,4}: {1,2,4} wins at 2); no C inside.
     ("SELECT * WHERE A ; (NEXT(B+) UNLESS C) ; D", "ABBCBD", {(0, 1, 5), (0, 1, 2, 5)}),
     ("SELECT * WHERE (NEXT(B+) AND B+ ; B) ; D", "BBBD", {(0, 1, 3), (0, 1, 2, 3)}),
+    # After a pattern that may match nothing: entered after each B* match and where the
+    # sequence is (after A): {1} ends at 1 and {3,4} is read after B at 2; not {3} or {4}.
+    ("SELECT * WHERE A ; (B* ; MAX(C+))", "ACBCC", {
+        (0, 1), (0, 1, 3), (0, 1, 3, 4), (0, 2, 3), (0, 2, 3, 4),
+    }),
+    ("SELECT * WHERE B* ; MAX(C+) ; E", "CBCCE", {
+        (0, 4), (0, 2, 4), (0, 2, 3, 4), (1, 2, 4), (1, 2, 3, 4),
+    }),
     # The whole pattern: the query's strategy.
     ("SELECT * WHERE MAX(A ; B)", "AAB", {(0, 2), (1, 2)}),
     ("SELECT * WHERE NEXT(A ; B) AS x", "AAB", {(0, 2)}),
@@ -181,7 +189,7 @@ REFUSED = [
     ("SELECT T WHERE MAX(NEXT(T+) ; A) ; H", "MAX(NEXT", "itself starting with a selector"),
     ("SELECT * WHERE A ; (LAST(B+) ALL C)", "LAST(B+)", "LAST(...) here is not supported"),
     ("SELECT * WHERE A ; (B+ UNLESS MAX(C+))", "MAX(C+)", "MAX(...) here is not supported"),
-    ("SELECT * WHERE A ; (B* ; MAX(C+))", "MAX(C+)", "MAX(...) here is not supported"),
+    ("SELECT * WHERE A ; (B* : MAX(C+))", "MAX(C+)", "MAX(...) here is not supported"),
     ("SELECT * WHERE STRICT(A ; MAX(B+))", "MAX(B+)", "STRICT over MAX(...) is not supported"),
     ("SELECT * WHERE STRICT(A ALL B)", "A ALL B", "STRICT(... ALL ...) is not supported"),
     ("SELECT * WHERE A ; NOT(MAX(B)) ; C", "MAX(B)", "NOT(...) takes a single-event pattern"),
@@ -261,11 +269,15 @@ def selector_wheres(draw: st.DrawFn, at_start: bool = False) -> tuple[ast.Patter
         sel = ast.Selector(draw(st.sampled_from(SELECTORS[1:])), ast.Seq(sel.pattern, inner))
     leaf = ast.EventType(draw(st.sampled_from(TYPES)))
     after = ast.EventType(draw(st.sampled_from(TYPES)))
-    shape = draw(st.integers(11, 14) if at_start else st.integers(0, 15))
+    shape = draw(st.integers(11, 15) if at_start else st.integers(0, 17))
     if shape >= 11:  # at the start of the pattern or of a side of AND / UNLESS's left
         if name == "STRICT" or isinstance(sel.pattern, ast.EventType):
             # aimed: a choosing selector on a body with several matches per end
             sel = ast.Selector(draw(st.sampled_from(SELECTORS[1:])), draw(bodies(several=True)))
+        if shape in (15, 16):  # after a pattern that may match nothing (B* ; sel(ρ), B? ; sel(ρ))
+            empty = draw(st.sampled_from((ast.Star(leaf), ast.Repeat(leaf, 0, 1))))
+            tail = ast.Seq(empty, ast.Seq(sel, after))
+            return (tail, True) if shape == 15 else (ast.Seq(after, tail), False)
         if shape == 11:
             return ast.Seq(sel, after), True
         if shape == 12:
@@ -283,7 +295,7 @@ def selector_wheres(draw: st.DrawFn, at_start: bool = False) -> tuple[ast.Patter
             op = ast.Unless(ast.Seq(sel, after), draw(st.sampled_from((leaf, ast.Seq(after, leaf)))))
         if shape == 14:
             return op, True
-        return ast.Seq(leaf, op), False  # a side entered after the left side of ';'
+        return ast.Seq(leaf, op), False  # shape 17: a side entered after the left side of ';'
     return _inside(draw, name, sel, leaf, after, shape), False
 
 

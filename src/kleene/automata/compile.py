@@ -170,8 +170,8 @@ class _Builder:
 
     def _Seq(self, p: ast.Seq) -> _Fragment:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
-        if b.waits and a.nullable:
-            raise ValueError("a nested selector right after a pattern that may match nothing")
+        if b.waits and a.nullable and p.contiguous:
+            raise ValueError("a nested selector after ':' and a pattern that may match nothing")
         ts = list(a.transitions + b.transitions)
         if not p.contiguous:
             ts.extend(_VT(i, 0, frozenset(), i) for i in sorted(b.initial - b.waits))
@@ -183,7 +183,7 @@ class _Builder:
             if t.target in a.finals
             for i in sorted(b.initial)
         )
-        initial = a.initial
+        initial, waits = a.initial, a.waits
         if a.nullable:
             # The empty left side: a match may start with the right side.  Enter it
             # through a fresh copy of its initial states without their TRUE loops,
@@ -192,11 +192,17 @@ class _Builder:
             ts.extend(
                 t.moved(entry, t.target)
                 for t in b.transitions
-                if t.source in b.initial and t.labels
+                if t.source in b.initial - b.waits and t.labels
             )
             initial = initial | {entry}
+            if b.waits:
+                # A nested selector there is entered where this sequence is (the thesis reads
+                # ε ; ψ as ψ): a copy of its start, which waits with its own transitions.
+                again = self.state()
+                ts.extend(t.moved(again, t.target) for t in b.transitions if t.source in b.waits)
+                initial, waits = initial | {again}, waits | {again}
         finals = b.finals | a.finals if b.nullable else b.finals
-        return _Fragment(tuple(ts), initial, finals, a.nullable and b.nullable, a.waits)
+        return _Fragment(tuple(ts), initial, finals, a.nullable and b.nullable, waits)
 
     def _Iter(self, p: ast.Iter) -> _Fragment:  # noqa: N802
         f = self.build(p.pattern)

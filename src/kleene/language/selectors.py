@@ -31,7 +31,8 @@ engines a query is rewritten, before it is checked and planned (docs/semantics.m
   product is (both sides wait together, kleene.automata.compile._waiting).
 * everything else is refused with :class:`UnsupportedError` at the selector,
   saying why: a NEXT/LAST/MAX at the start of a side of ALL or of UNLESS's
-  right side, after a pattern that may match nothing, ``STRICT`` over
+  right side, after ``:`` and a pattern that may match nothing (after ``;`` it is
+  entered both after the left side and where the sequence is), ``STRICT`` over
   ``ALL`` (the union of two matches is an interval without each being one) or
   over NEXT/LAST/MAX, and a selector inside ``NOT(...)`` (one event).  The
   register engine (conditions between events) takes no nested NEXT/LAST/MAX
@@ -215,12 +216,21 @@ class _Rewriter:
                 contiguous=p.contiguous or strict,
             )
         if isinstance(p, ast.Seq):
-            after = not nullable(p.left)
+            # The right side is entered after the left one, and, when the left may match
+            # nothing, also where the sequence is (ε ; ψ = ψ); not both under ':' (a selector
+            # entered after the left may not wait there, one entered with the sequence may).
+            empty = nullable(p.left)
+            contiguous = p.contiguous or strict
             return dataclasses.replace(
                 p,
                 left=self.pattern(p.left, strict, entered, top),
-                right=self.pattern(p.right, strict, entered=after),
-                contiguous=p.contiguous or strict,
+                right=self.pattern(
+                    p.right,
+                    strict,
+                    entered=not empty or (entered and not contiguous),
+                    top=empty and top and not contiguous,
+                ),
+                contiguous=contiguous,
             )
         if isinstance(p, ast.Or):
             return dataclasses.replace(
@@ -281,7 +291,7 @@ def anchored_selectors(p: ast.Pattern) -> list[ast.Selector]:
     if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat):
         return anchored_selectors(p.pattern)
     if isinstance(p, ast.Seq):
-        return anchored_selectors(p.left)
+        return anchored_selectors(p.left) + (anchored_selectors(p.right) if nullable(p.left) else [])
     if isinstance(p, ast.Or | ast.And):
         return anchored_selectors(p.left) + anchored_selectors(p.right)
     if isinstance(p, ast.Unless):

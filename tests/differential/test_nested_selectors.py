@@ -201,6 +201,12 @@ REFUSED = [
         "MAX(B+)",
         "evaluated by the tECS engine only, and this query has conditions between events",
     ),
+    (  # the condition reads the selector's events: no finite product (not only not built)
+        "SELECT * WHERE A AS a ; MAX(B AS b ; C AS c FILTER c[v > b.v]) ; D",
+        "MAX(B AS b",
+        "which no finite product of states tracks",
+    ),
+    ("SELECT * WHERE A AS a ; MAX(B+ ; C AS c FILTER c[v > a.v]) ; D", "MAX(B+", "on its events is not supported"),
 ]
 
 

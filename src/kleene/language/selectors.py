@@ -44,10 +44,17 @@ from __future__ import annotations
 import dataclasses
 
 from kleene.language import ast
+from kleene.language.conditions import nary_filters, var_attrs
 from kleene.language.errors import QueryError, UnsupportedError
-from kleene.language.variables import nullable
+from kleene.language.variables import bound_variables, nullable
 
-__all__ = ["anchored_selectors", "desugar_selectors", "first_selector", "has_selectors"]
+__all__ = [
+    "anchored_selectors",
+    "desugar_selectors",
+    "first_selector",
+    "has_selectors",
+    "register_refusal",
+]
 
 _CHOOSING = ("NEXT", "LAST", "MAX")
 
@@ -297,3 +304,39 @@ def anchored_selectors(p: ast.Pattern) -> list[ast.Selector]:
     if isinstance(p, ast.Unless):
         return anchored_selectors(p.left)
     return []
+
+
+def register_refusal(p: ast.Pattern, reason: str) -> tuple[ast.Selector, str]:
+    """Where and why a NEXT/LAST/MAX inside ``p`` (desugared) cannot run on the register
+    engine, which ``reason`` (a condition between events) chose.
+
+    Two cases.  A condition between events *inside* the selector, or reading a variable bound
+    inside it: which runs of its pattern survive depends on the values their conditions read,
+    so the selector's classes of competing runs (sets of states, kleene.automata.selection)
+    would have to hold register values, which no finite product does.  Conditions only
+    outside it: the product is finite and could ride in the register automaton's states,
+    but that construction is not built.
+    """
+    sel = first_selector(p)
+    if not isinstance(sel, ast.Selector):
+        raise ValueError("register_refusal: no selector in the pattern")
+    inside = bound_variables(sel.pattern)
+    own = {id(atom) for _, atom in nary_filters(sel.pattern)}
+    for _, atom in nary_filters(p):
+        names = {atom.var} | {v.var for v in var_attrs(atom.pred)}
+        if id(atom) in own or names & inside:
+            return sel, (
+                f"{sel.strategy}(...) with a condition between events on its events is not "
+                "supported: its choice compares runs of its pattern that the condition keeps "
+                "or drops by the values it reads, which no finite product of states tracks "
+                "(the register engine's runs differ in data, not only in states); write the "
+                f"condition outside the selector on events it does not choose, or choose on "
+                f"the whole pattern (SELECT {sel.strategy} *), which the register engine runs"
+            )
+    return sel, (
+        f"{sel.strategy}(...) inside the pattern is evaluated by the tECS engine only, and this "
+        f"query has conditions between events ({reason}); they do not read the selector's "
+        "events, so the construction is possible (the selector's product has unary conditions "
+        "only) but not built in the register engine: choose on the whole pattern "
+        f"(SELECT {sel.strategy} *) if that is what is meant"
+    )

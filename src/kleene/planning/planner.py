@@ -24,8 +24,8 @@ from kleene.language.scopes import evaluated_form, lift_outer_conditions
 from kleene.language.selectors import (
     anchored_selectors,
     desugar_selectors,
-    first_selector,
     has_selectors,
+    register_refusal,
 )
 from kleene.language.variables import WILDCARD, variable_event_types
 from kleene.options import InputOptions
@@ -105,12 +105,8 @@ def plan_query(
     )
     engine, reason = choose_engine(written)
     if engine == "registers" and has_selectors(query.where):
-        raise UnsupportedError(
-            "a NEXT, LAST or MAX inside the pattern is evaluated by the tECS engine only, "
-            f"and this query has conditions between events ({reason})",
-            first_selector(query.where).span.line, first_selector(query.where).span.column,
-            text,
-        )
+        sel, why = register_refusal(query.where, reason)
+        raise UnsupportedError(why, sel.span.line, sel.span.column, text)
     atoms = Atoms()
     cea = labels = srt = register_runtime = None
     # a[2 * c.price >= price], c after a, runs as c[2 * price >= a.price] (docs/semantics.md)

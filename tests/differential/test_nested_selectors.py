@@ -147,6 +147,19 @@ def test_an_anchored_selector_per_partition_and_projected() -> None:
     assert "anchored: a selector starts the pattern" in kleene.compile("SELECT * WHERE MAX(T+) ; H").explain()
 
 
+def test_an_anchored_selector_fed_event_by_event() -> None:
+    """The waiting runs live across batches: pushing one event at a time (each its own batch,
+    partitioned, with events of no pattern type between) gives the whole run's complex events."""
+    types = "TXTTHYTHTTH"
+    events = [{"type": t, "k": i % 2, "v": i} for i, t in enumerate(types)]
+    text = "SELECT * WHERE LAST(T+) ; H PARTITION BY [k]"
+    whole = {tuple(m.positions) for m in kleene.compile(text).matches(events)}
+    query = kleene.compile(text)
+    pushed = {tuple(m.positions) for e in events for m in query.push(e)}
+    assert pushed == whole == {p for _, _, p in evaluate(parse_query(text), events)}
+    assert whole  # LAST keeps, per end, the T+ with the latest Ts since the partition's start
+
+
 @pytest.mark.parametrize("strategy", ["STRICT", "NEXT", "LAST", "MAX"])
 @pytest.mark.parametrize(
     ("pattern", "types"),
@@ -234,6 +247,15 @@ def test_cli_runs_a_nested_selector(tmp_path: Any, capsys: pytest.CaptureFixture
     assert main(["run", "SELECT * WHERE H ; MAX(T+) ; H", "--input", str(data), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert out.count("\n") == 2  # {0,1,3,4} and {0,1,4}; {0,3,4} is not maximal
+    # At the start of the pattern (anchored): every T+ from the first T, counted too.
+    data.write_text("type,v\n" + "\n".join(f"{t},{k}" for k, t in enumerate("TTTH")) + "\n")
+    text = "SELECT * WHERE MAX(T+) ; H"
+    assert main(["run", text, "--input", str(data), "--no-progress"]) == 0
+    assert capsys.readouterr().out.count("\n") == 3  # {0,3}, {0,1,3}, {0,1,2,3}
+    assert main(["run", text, "--input", str(data), "--no-progress", "--count"]) == 0
+    assert capsys.readouterr().out.strip().endswith("3")
+    assert main(["run", text + " WITHIN 2 EVENTS", "--input", str(data), "--no-progress"]) == 2
+    assert "with WITHIN, its matches are chosen among" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------- random queries

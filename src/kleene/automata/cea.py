@@ -38,6 +38,11 @@ class CEA:
     transitions: tuple[Transition, ...]
     initial: int
     finals: frozenset[int]
+    anchored: bool = False
+    """Runs start at the first event of the (sub)stream only, in ``initial``, and wait there
+    (unmarked) for their first event: a NEXT/LAST/MAX at the start of the pattern, whose
+    competitors are every match of its sub-pattern from the stream's start
+    (:mod:`kleene.runtime.anchored`)."""
 
     def outgoing(self) -> tuple[tuple[Transition, ...], ...]:
         """Transitions grouped by source state, indexed by state."""

@@ -101,7 +101,10 @@ class _Fragment:
     nullable: bool = False
     waits: frozenset[int] = frozenset()
     """Initial states of nested selectors: they wait for their first event with transitions
-    of their own (which track the other runs), so no TRUE self-loop is added there."""
+    of their own (which track the other runs), so no TRUE self-loop is added there.  The
+    initial pairs of a product one of whose sides waits (AND, UNLESS's left) wait too, with
+    the product's own transitions (which may loop on the pair: the exception to the invariant
+    above, harmless since nothing is added around a waiting state)."""
 
 
 class _Builder:
@@ -167,8 +170,8 @@ class _Builder:
 
     def _Seq(self, p: ast.Seq) -> _Fragment:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
-        if b.waits and a.nullable:
-            raise ValueError("a nested selector right after a pattern that may match nothing")
+        if b.waits and a.nullable and p.contiguous:
+            raise ValueError("a nested selector after ':' and a pattern that may match nothing")
         ts = list(a.transitions + b.transitions)
         if not p.contiguous:
             ts.extend(_VT(i, 0, frozenset(), i) for i in sorted(b.initial - b.waits))
@@ -180,7 +183,7 @@ class _Builder:
             if t.target in a.finals
             for i in sorted(b.initial)
         )
-        initial = a.initial
+        initial, waits = a.initial, a.waits
         if a.nullable:
             # The empty left side: a match may start with the right side.  Enter it
             # through a fresh copy of its initial states without their TRUE loops,
@@ -189,11 +192,17 @@ class _Builder:
             ts.extend(
                 t.moved(entry, t.target)
                 for t in b.transitions
-                if t.source in b.initial and t.labels
+                if t.source in b.initial - b.waits and t.labels
             )
             initial = initial | {entry}
+            if b.waits:
+                # A nested selector there is entered where this sequence is (the thesis reads
+                # ε ; ψ as ψ): a copy of its start, which waits with its own transitions.
+                again = self.state()
+                ts.extend(t.moved(again, t.target) for t in b.transitions if t.source in b.waits)
+                initial, waits = initial | {again}, waits | {again}
         finals = b.finals | a.finals if b.nullable else b.finals
-        return _Fragment(tuple(ts), initial, finals, a.nullable and b.nullable, a.waits)
+        return _Fragment(tuple(ts), initial, finals, a.nullable and b.nullable, waits)
 
     def _Iter(self, p: ast.Iter) -> _Fragment:  # noqa: N802
         f = self.build(p.pattern)
@@ -242,7 +251,10 @@ class _Builder:
         and ending together, the two matches share their interval and their
         positions.  ``φ*`` counts as ``φ+`` here (the empty match is no match).
         """
-        a, b = self._unwaited(self.build(p.left)), self._unwaited(self.build(p.right))
+        a, b = self.build(p.left), self.build(p.right)
+        waits = bool(a.waits or b.waits)
+        if waits:  # a side starts with a nested selector: both sides wait, the plain ones
+            a, b = _waiting(a), _waiting(b)  # with a TRUE loop (as after ';')
         pair: StateNumbering[tuple[int, int]] = StateNumbering(self.state)
         out_a = _by_source(a.transitions)
         out_b = _by_source(b.transitions)
@@ -257,7 +269,7 @@ class _Builder:
                     ts.append(_VT(source, mask, ta.labels | tb.labels, pair((ta.target, tb.target)), neg))
             self.grew(len(ts))
         finals = frozenset(i for (x, y), i in pair.ids.items() if x in a.finals and y in b.finals)
-        return _Fragment(tuple(ts), initial, finals)
+        return _Fragment(tuple(ts), initial, finals, waits=initial if waits else frozenset())
 
     def _All(self, p: ast.All) -> _Fragment:  # noqa: N802
         """``φ1 ALL φ2``: both matches, in any order, possibly overlapping.
@@ -319,20 +331,26 @@ class _Builder:
         not with ``2**bits`` (the former limit of 10 atoms); a construction
         that still grows too large stops at ``max_states`` (a LimitError).
         """
-        a, b = self._unwaited(self.build(p.left)), self._unwaited(self.build(p.right))
+        a, b = self.build(p.left), self._unwaited(self.build(p.right))
+        waits = bool(a.waits)
+        if waits:  # the left side starts with a nested selector: it waits, and its span
+            a = _waiting(a)  # (where φ2's runs start) begins at its first event taken
         out_a, out_b = _by_source(a.transitions), _by_source(b.transitions)
-        pair: StateNumbering[tuple[int, frozenset[int]]] = StateNumbering(self.state)
-        initial = frozenset(pair((q, frozenset())) for q in a.initial)
+        pair: StateNumbering[tuple[int, frozenset[int], bool]] = StateNumbering(self.state)
+        initial = frozenset(pair((q, frozenset(), not waits)) for q in a.initial)
         ts: list[_VT] = []
-        for (q, subset), source in pair.pending():
+        for (q, subset, begun), source in pair.pending():
             live = [t for s in subset | b.initial for t in out_b.get(s, ())]
             for t in out_a.get(q, ()):
+                if not (begun or t.labels):  # still waiting: no φ2 run has started
+                    ts.append(_VT(source, t.mask, t.labels, pair((t.target, subset, False)), t.neg))
+                    continue
                 for mask, neg, nxt in self._cells(live, b.finals, t.mask, t.neg, len(ts)):
                     if nxt is not None:
-                        ts.append(_VT(source, mask, t.labels, pair((t.target, nxt)), neg))
+                        ts.append(_VT(source, mask, t.labels, pair((t.target, nxt, True)), neg))
             self.grew(len(ts))
-        finals = frozenset(i for (q, _), i in pair.ids.items() if q in a.finals)
-        return _Fragment(tuple(ts), initial, finals)
+        finals = frozenset(i for (q, _, _), i in pair.ids.items() if q in a.finals)
+        return _Fragment(tuple(ts), initial, finals, waits=initial if waits else frozenset())
 
     def _cells(
         self, live: list[_VT], finals: frozenset[int], mask: int, neg: int, made: int
@@ -385,7 +403,7 @@ class _Builder:
         """``f``, which must not start with a nested selector (kleene.language.selectors
         refuses those positions: the selector's competitors would start elsewhere)."""
         if f.waits:
-            raise ValueError("a nested selector at the start of a side of AND, ALL or UNLESS")
+            raise ValueError("a nested selector at the start of a side of ALL or UNLESS's right")
         return f
 
     def _Selector(self, p: ast.Selector) -> _Fragment:  # noqa: N802
@@ -449,6 +467,14 @@ class _Builder:
         label = frozenset({NOT_LABEL})
         ts = tuple(_VT(q1, 0, label, q2, neg) for neg in sorted(choices))
         return _Fragment(ts, frozenset({q1}), frozenset({q2}))
+
+
+def _waiting(f: _Fragment) -> _Fragment:
+    """``f`` whose initial states all wait: those of nested selectors with their own
+    transitions, the others with a TRUE loop (as after ';'); for a product (AND, UNLESS's left)
+    one of whose sides starts with a selector, so that both sides wait together."""
+    loops = tuple(_VT(i, 0, frozenset(), i) for i in sorted(f.initial - f.waits))
+    return _Fragment(f.transitions + loops, f.initial, f.finals, f.nullable, f.initial)
 
 
 def compile_pattern(
@@ -528,11 +554,18 @@ def _compile(
     finally:
         if collecting:
             gc.enable()
-    if frag.waits:
-        raise ValueError("a nested selector at the start of the pattern")
     q0 = builder.state()
     vts = list(frag.transitions)
-    vts.extend(t.moved(q0, t.target) for t in frag.transitions if t.source in frag.initial)
+    anchored = bool(frag.waits)
+    if anchored:
+        # A NEXT/LAST/MAX at the start of the pattern (kleene.language.selectors allows it
+        # without a window): the automaton runs once, from the stream's start, so that the
+        # selector's competitors are all the matches of its pattern since then; the other
+        # starts wait with a TRUE loop, as after ';' (kleene.runtime.anchored).
+        if strict:
+            raise ValueError("a nested selector at the start of the pattern under SELECT STRICT")
+        vts.extend(_VT(i, 0, frozenset(), i) for i in sorted(frag.initial - frag.waits))
+    vts.extend(t.moved(q0, t.target) for t in list(vts) if t.source in frag.initial)
     builder.grew(len(vts))
     finals_in = set(frag.finals)
     if strict:
@@ -568,7 +601,7 @@ def _compile(
         sorted(labels, key=lambda t: (t.source, t.target, t.mask, t.neg, t.marked))
     )
     finals = frozenset(numbering[s] for s in finals_in if s in useful)
-    cea = CEA(len(numbering), transitions, numbering[q0], finals)
+    cea = CEA(len(numbering), transitions, numbering[q0], finals, anchored)
     return (
         cea,
         {t: frozenset(f) for t, f in labels.items() if f},

@@ -12,6 +12,11 @@ refused ("one side of an OR of conditions; write the OR as an OR of
 patterns"): ``A AS a ; (B AS b FILTER a[v > 4] OR b[w > 1]) ; C`` now runs as
 ``A AS a ; ((B AS b FILTER a[v > 4]) OR (B AS b FILTER b[w > 1])) ; C``.
 
+When such a FILTER comes before a variable it names, the unfolded OR is then
+distributed over the sequence that binds that variable (:func:`_distribute`:
+``(X OR Y) ; Z`` is ``X ; Z OR Y ; Z``), so that each branch binds, in every
+match, the variable its condition is moved off (kleene.language.conditions).
+
 Only FILTERs with such an atom under an OR are rewritten (an OR of local
 conditions stays one FILTER, evaluated in one place); each unfolding doubles
 the FILTER's pattern, so ``k`` such ORs in one FILTER give ``2^k`` copies
@@ -30,10 +35,66 @@ __all__ = ["unfold_outer_ors"]
 
 
 def unfold_outer_ors(query: ast.Query) -> ast.Query:
-    """``query`` with every FILTER whose OR names an enclosing variable unfolded (the same
-    object when there is none)."""
+    """``query`` with every FILTER whose OR names an enclosing variable unfolded, and every OR
+    one of whose sides names a variable bound later distributed over the sequence that binds
+    it (the same object when there is none)."""
     where = _unfold(query.where)
+    if where is not query.where:
+        where = _distribute(where)
     return query if where is query.where else dataclasses.replace(query, where=where)
+
+
+def _distribute(p: ast.Pattern) -> ast.Pattern:
+    """``(X OR Y) ; Z`` as ``X ; Z OR Y ; Z`` where a FILTER of ``X`` or ``Y`` names a variable
+    bound in ``Z`` (thesis Thm 5.3: disjunctions go to the top): each side then binds the
+    variables its conditions read in every match, so they can be moved onto the later one
+    (kleene.language.conditions).  ``Z ; (X OR Y)`` is distributed too when a side names a
+    variable bound neither in it nor in ``Z`` (bound further out, later).  ``;`` and ``:``
+    distribute over OR (the thesis reads both sides of ``(X OR Y) ; Z`` from the same
+    position), so no result changes."""
+    changes = {
+        name: new
+        for name in ("pattern", "left", "right")
+        if isinstance(old := getattr(p, name, None), ast.Pattern)
+        and (new := _distribute(old)) is not old
+    }
+    if changes:
+        p = dataclasses.replace(p, **changes)  # type: ignore[arg-type]
+    if not isinstance(p, ast.Seq):
+        return p
+    left, right = p.left, p.right
+    if isinstance(left, ast.Or) and (_open(left.left) | _open(left.right)) & bound_variables(right):
+        return ast.Or(
+            _distribute(dataclasses.replace(p, left=left.left)),
+            _distribute(dataclasses.replace(p, left=left.right)),
+            p.span,
+        )
+    if isinstance(right, ast.Or) and (
+        (_open(right.left) | _open(right.right)) - bound_variables(left)
+    ):
+        return ast.Or(
+            _distribute(dataclasses.replace(p, right=right.left)),
+            _distribute(dataclasses.replace(p, right=right.right)),
+            p.span,
+        )
+    return p
+
+
+def _open(p: ast.Pattern) -> frozenset[str]:
+    """The variables the FILTERs of ``p`` read that ``p`` does not bind."""
+    found: set[str] = set()
+    todo = [p]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Filter):
+            for atom in _atoms(node.condition):
+                found |= _names(atom)
+        todo.extend(
+            child
+            for name in ("pattern", "left", "right")
+            if isinstance(child := getattr(node, name, None), ast.Pattern)
+        )
+    return frozenset(found) - bound_variables(p)
 
 
 def _unfold(p: ast.Pattern) -> ast.Pattern:

@@ -20,10 +20,19 @@ engines a query is rewritten, before it is checked and planned (docs/semantics.m
   (``H ; MAX(T+) ; H``, also under OR, AS, FILTER, or starting an iteration or a
   repetition there): kept, and compiled in place by the tECS engine
   (:mod:`kleene.automata.selection`).
+* ``NEXT``/``LAST``/``MAX(p)`` at the start of the pattern but not all of it
+  (``MAX(T+) ; H``, also under OR, AS, FILTER, or starting an iteration there):
+  without a window its competitors are every match of ``p`` since the stream's
+  start, so it is compiled in place too, entered once at the stream's start (an
+  *anchored* automaton, :mod:`kleene.runtime.anchored`).  Refused with WITHIN
+  (the competitors start at the window of the whole match, which depends on
+  where the whole match ends), CONSUME BY, or a query strategy.
+* at the start of a side of AND or of UNLESS's left side: entered where the
+  product is (both sides wait together, kleene.automata.compile._waiting).
 * everything else is refused with :class:`UnsupportedError` at the selector,
-  saying why: a NEXT/LAST/MAX at the start of the pattern (its competitors
-  start where the window of the whole match starts, unknown when its part
-  ends), of a side of AND/ALL/UNLESS, ``STRICT`` over
+  saying why: a NEXT/LAST/MAX at the start of a side of ALL or of UNLESS's
+  right side, after ``:`` and a pattern that may match nothing (after ``;`` it is
+  entered both after the left side and where the sequence is), ``STRICT`` over
   ``ALL`` (the union of two matches is an interval without each being one) or
   over NEXT/LAST/MAX, and a selector inside ``NOT(...)`` (one event).  The
   register engine (conditions between events) takes no nested NEXT/LAST/MAX
@@ -35,10 +44,17 @@ from __future__ import annotations
 import dataclasses
 
 from kleene.language import ast
+from kleene.language.conditions import nary_filters, var_attrs
 from kleene.language.errors import QueryError, UnsupportedError
-from kleene.language.variables import nullable
+from kleene.language.variables import bound_variables, nullable
 
-__all__ = ["desugar_selectors", "first_selector", "has_selectors"]
+__all__ = [
+    "anchored_selectors",
+    "desugar_selectors",
+    "first_selector",
+    "has_selectors",
+    "register_refusal",
+]
 
 _CHOOSING = ("NEXT", "LAST", "MAX")
 
@@ -73,7 +89,7 @@ def desugar_selectors(query: ast.Query, text: str) -> ast.Query:
             where = ast.As(sel.pattern, where.var, where.span)
         else:
             where = sel.pattern
-    where = _Rewriter(text).pattern(where, strict=False)
+    where = _Rewriter(text, _anchor_refusal(query, strategy)).pattern(where, strict=False, top=True)
     select = dataclasses.replace(query.select, strategy=strategy)
     return dataclasses.replace(query, select=select, where=where)
 
@@ -104,27 +120,53 @@ def _compose(outer: ast.Strategy, sel: ast.Selector, query: ast.Query, text: str
     return outer
 
 
+def _anchor_refusal(query: ast.Query, strategy: ast.Strategy) -> str | None:
+    """Why a NEXT/LAST/MAX at the start of the pattern (not all of it) cannot run here; None:
+    it runs, the automaton read once from the stream's start (kleene.runtime.anchored)."""
+    if query.within is not None:
+        return (
+            "with WITHIN, its matches are chosen among those that start inside the window of "
+            "the whole match, which depends on where the whole match ends, not known when its "
+            "part ends (a match dominated by one that started at d is chosen only if the whole "
+            "match ends more than the window after d); without WITHIN it runs (it chooses among "
+            "every match since the stream's start), or write something before it, "
+            "'H ; {sel}(T+) ; H', or apply it to the whole pattern, SELECT {sel} *"
+        )
+    if query.consume != "NONE":
+        return "CONSUME BY would discard the runs that track the matches it chooses among"
+    if strategy not in ("ALL", "ANY"):
+        return f"SELECT {strategy} chooses again among whole matches; write the selector there"
+    return None
+
+
 def _refuse(message: str, node: ast.Selector | ast.Pattern, text: str) -> QueryError:
     span = node.span
     return UnsupportedError(message, span.line, span.column, text)
 
 
 class _Rewriter:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, unanchored: str | None) -> None:
         self.text = text
+        self.unanchored = unanchored
+        """Why a selector at the start of the pattern is refused (None: it runs anchored)."""
 
-    def pattern(self, p: ast.Pattern, strict: bool, entered: bool = False) -> ast.Pattern:
+    def pattern(
+        self, p: ast.Pattern, strict: bool, entered: bool = False, top: bool = False
+    ) -> ast.Pattern:
         """``p`` without STRICT; ``strict``: only its contiguous matches (``STRICT(p)``).
 
         ``entered``: ``p`` starts right after the left side of a ``;`` or ``:`` (which
         cannot match nothing), the one place a nested NEXT, LAST or MAX is compiled in
-        place (kleene.automata.selection): its competitors start there.
+        place (kleene.automata.selection): its competitors start there.  ``top``: ``p``
+        starts where the whole pattern does: a selector there is entered at the stream's
+        start (the automaton is *anchored*, kleene.runtime.anchored), when
+        :func:`_anchor_refusal` allows it.
         """
         if isinstance(p, ast.EventType):
             return p
         if isinstance(p, ast.Selector):
             if p.strategy == "STRICT":
-                return self.pattern(p.pattern, strict=True, entered=entered)
+                return self.pattern(p.pattern, strict=True, entered=entered, top=top)
             if strict:
                 raise _refuse(
                     f"STRICT over {p.strategy}(...) is not supported: the contiguous matches "
@@ -132,15 +174,20 @@ class _Rewriter:
                     p,
                     self.text,
                 )
-            if not entered:
+            if top and not entered and self.unanchored is not None:
+                raise _refuse(
+                    f"{p.strategy}(...) at the start of the pattern is not supported here: "
+                    + self.unanchored.replace("{sel}", p.strategy),
+                    p,
+                    self.text,
+                )
+            if not entered and not top:
                 raise _refuse(
                     f"{p.strategy}(...) here is not supported: it chooses among the matches "
                     "of its pattern that start where the enclosing pattern lets it start, "
                     "which the engine knows only right after the left side of ';' or ':' "
-                    f"(write something before it, 'H ; {p.strategy}(T+) ; H', or apply it "
-                    f"to the whole pattern, SELECT {p.strategy} *); at the start of the "
-                    "pattern that is the start of the window of the whole match, not known "
-                    "when its part ends",
+                    "(not after a pattern that may match nothing) or at the start of the "
+                    f"whole pattern: write something before it, 'H ; {p.strategy}(T+) ; H'",
                     p,
                     self.text,
                 )
@@ -155,47 +202,63 @@ class _Rewriter:
                 )
             return p
         if isinstance(p, ast.As | ast.Filter):
-            return dataclasses.replace(p, pattern=self.pattern(p.pattern, strict, entered))
+            return dataclasses.replace(p, pattern=self.pattern(p.pattern, strict, entered, top))
         # An iteration's first part is entered as the iteration is, the later ones after the
         # previous one (kleene.automata.compile._Builder._iter_waiting).
         if isinstance(p, ast.Iter):
             return dataclasses.replace(
                 p,
-                pattern=self.pattern(p.pattern, strict, entered),
+                pattern=self.pattern(p.pattern, strict, entered, top),
                 contiguous=p.contiguous or strict,
             )
         if isinstance(p, ast.Star):
-            inner = self.pattern(p.pattern, strict, entered)
+            inner = self.pattern(p.pattern, strict, entered, top)
             if strict:
                 return ast.Repeat(inner, 0, None, True, p.span)
             return dataclasses.replace(p, pattern=inner)
         if isinstance(p, ast.Repeat):
             return dataclasses.replace(
                 p,
-                pattern=self.pattern(p.pattern, strict, entered),
+                pattern=self.pattern(p.pattern, strict, entered, top),
                 contiguous=p.contiguous or strict,
             )
         if isinstance(p, ast.Seq):
-            after = not nullable(p.left)
+            # The right side is entered after the left one, and, when the left may match
+            # nothing, also where the sequence is (ε ; ψ = ψ); not both under ':' (a selector
+            # entered after the left may not wait there, one entered with the sequence may).
+            empty = nullable(p.left)
+            contiguous = p.contiguous or strict
             return dataclasses.replace(
                 p,
-                left=self.pattern(p.left, strict, entered),
-                right=self.pattern(p.right, strict, entered=after),
-                contiguous=p.contiguous or strict,
+                left=self.pattern(p.left, strict, entered, top),
+                right=self.pattern(
+                    p.right,
+                    strict,
+                    entered=not empty or (entered and not contiguous),
+                    top=empty and top and not contiguous,
+                ),
+                contiguous=contiguous,
             )
         if isinstance(p, ast.Or):
             return dataclasses.replace(
                 p,
-                left=self.pattern(p.left, strict, entered),
-                right=self.pattern(p.right, strict, entered),
+                left=self.pattern(p.left, strict, entered, top),
+                right=self.pattern(p.right, strict, entered, top),
             )
+        # AND's sides and UNLESS's left are entered where the product is (both wait for their
+        # first event together, kleene.automata.compile._waiting); UNLESS's right side starts
+        # inside the left match, and ALL's sides at different events.
         if isinstance(p, ast.And):
             return dataclasses.replace(
-                p, left=self.pattern(p.left, strict), right=self.pattern(p.right, strict)
+                p,
+                left=self.pattern(p.left, strict, entered, top),
+                right=self.pattern(p.right, strict, entered, top),
             )
         if isinstance(p, ast.Unless):
             return dataclasses.replace(
-                p, left=self.pattern(p.left, strict), right=self.pattern(p.right, False)
+                p,
+                left=self.pattern(p.left, strict, entered, top),
+                right=self.pattern(p.right, False),
             )
         if isinstance(p, ast.All):
             if strict:
@@ -225,3 +288,55 @@ def first_selector(p: ast.Pattern) -> ast.Pattern:
             if isinstance(child := getattr(node, name, None), ast.Pattern)
         )
     return p
+
+
+def anchored_selectors(p: ast.Pattern) -> list[ast.Selector]:
+    """The NEXT/LAST/MAX of ``p`` (desugared) at its start, entered at the stream's start: a
+    pattern holding one compiles to an anchored automaton (kleene.runtime.anchored)."""
+    if isinstance(p, ast.Selector):
+        return [p]
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.Star | ast.Repeat):
+        return anchored_selectors(p.pattern)
+    if isinstance(p, ast.Seq):
+        return anchored_selectors(p.left) + (anchored_selectors(p.right) if nullable(p.left) else [])
+    if isinstance(p, ast.Or | ast.And):
+        return anchored_selectors(p.left) + anchored_selectors(p.right)
+    if isinstance(p, ast.Unless):
+        return anchored_selectors(p.left)
+    return []
+
+
+def register_refusal(p: ast.Pattern, reason: str) -> tuple[ast.Selector, str]:
+    """Where and why a NEXT/LAST/MAX inside ``p`` (desugared) cannot run on the register
+    engine, which ``reason`` (a condition between events) chose.
+
+    Two cases.  A condition between events *inside* the selector, or reading a variable bound
+    inside it: which runs of its pattern survive depends on the values their conditions read,
+    so the selector's classes of competing runs (sets of states, kleene.automata.selection)
+    would have to hold register values, which no finite product does.  Conditions only
+    outside it: the product is finite and could ride in the register automaton's states,
+    but that construction is not built.
+    """
+    sel = first_selector(p)
+    if not isinstance(sel, ast.Selector):
+        raise ValueError("register_refusal: no selector in the pattern")
+    inside = bound_variables(sel.pattern)
+    own = {id(atom) for _, atom in nary_filters(sel.pattern)}
+    for _, atom in nary_filters(p):
+        names = {atom.var} | {v.var for v in var_attrs(atom.pred)}
+        if id(atom) in own or names & inside:
+            return sel, (
+                f"{sel.strategy}(...) with a condition between events on its events is not "
+                "supported: its choice compares runs of its pattern that the condition keeps "
+                "or drops by the values it reads, which no finite product of states tracks "
+                "(the register engine's runs differ in data, not only in states); write the "
+                f"condition outside the selector on events it does not choose, or choose on "
+                f"the whole pattern (SELECT {sel.strategy} *), which the register engine runs"
+            )
+    return sel, (
+        f"{sel.strategy}(...) inside the pattern is evaluated by the tECS engine only, and this "
+        f"query has conditions between events ({reason}); they do not read the selector's "
+        "events, so the construction is possible (the selector's product has unary conditions "
+        "only) but not built in the register engine: choose on the whole pattern "
+        f"(SELECT {sel.strategy} *) if that is what is meant"
+    )

@@ -200,6 +200,11 @@ class Plan:
                 f"automaton: complex event automaton, {self.cea.num_states} states, "
                 f"{len(self.cea.transitions)} transitions, determinized lazily"
             )
+            if self.cea.anchored:
+                lines.append(
+                    "anchored: a selector starts the pattern, so its runs start at the stream's "
+                    "start (per partition) and wait for their first event, every event stepped"
+                )
         lines.extend(self._input_lines())
         return "\n".join(lines)
 

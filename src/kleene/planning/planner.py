@@ -21,7 +21,12 @@ from kleene.language.normal_form import unfold_outer_ors
 from kleene.language.printer import filter_to_ceql
 from kleene.language.schema import Schema
 from kleene.language.scopes import evaluated_form, lift_outer_conditions
-from kleene.language.selectors import desugar_selectors, first_selector, has_selectors
+from kleene.language.selectors import (
+    anchored_selectors,
+    desugar_selectors,
+    has_selectors,
+    register_refusal,
+)
 from kleene.language.variables import WILDCARD, variable_event_types
 from kleene.options import InputOptions
 from kleene.planning.plan import Plan, Tuning
@@ -63,7 +68,25 @@ def plan_query(
         query = dataclasses.replace(query, where=lifted)
     items = query.select.items
     projection = None if items is None else frozenset(i.var for i in items)
-    whole_match = projection is not None and query.select.strategy in WHOLE_MATCH_STRATEGIES
+    # A selector at the start of the pattern: the automaton runs from the stream's start, and
+    # a match starts at its first event only under SELECT * (kleene.runtime.anchored), so a
+    # projection is made from the chosen whole matches, as after a strategy.
+    anchored = anchored_selectors(query.where)
+    whole_match = projection is not None and (
+        query.select.strategy in WHOLE_MATCH_STRATEGIES or bool(anchored)
+    )
+    if projection is not None:
+        for sel in anchored:
+            if anchored_selectors(sel.pattern):
+                raise UnsupportedError(
+                    f"{sel.strategy}(...) at the start of the pattern, itself starting with a "
+                    "selector, is not supported with a projection: the chosen matches are "
+                    "projected by replaying them from their first event, where the inner "
+                    "selector would choose among fewer matches; write SELECT *",
+                    sel.span.line,
+                    sel.span.column,
+                    text,
+                )
     window = query.within
     if isinstance(window, ast.DurationWindow) and options.time_column is None and need_time:
         raise UnsupportedError(
@@ -82,12 +105,8 @@ def plan_query(
     )
     engine, reason = choose_engine(written)
     if engine == "registers" and has_selectors(query.where):
-        raise UnsupportedError(
-            "a NEXT, LAST or MAX inside the pattern is evaluated by the tECS engine only, "
-            f"and this query has conditions between events ({reason})",
-            first_selector(query.where).span.line, first_selector(query.where).span.column,
-            text,
-        )
+        sel, why = register_refusal(query.where, reason)
+        raise UnsupportedError(why, sel.span.line, sel.span.column, text)
     atoms = Atoms()
     cea = labels = srt = register_runtime = None
     # a[2 * c.price >= price], c after a, runs as c[2 * price >= a.price] (docs/semantics.md)

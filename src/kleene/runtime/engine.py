@@ -48,6 +48,7 @@ import pyarrow as pa
 from kleene.automata.determinize import LazyDFA
 from kleene.limits import CHECK_EVERY, Limits
 from kleene.native import load
+from kleene.runtime.anchored import AnchoredEvaluator
 from kleene.runtime.contract import FoundSink
 from kleene.runtime.enumeration import Count, Found, enumerate_node
 from kleene.runtime.evaluator import Evaluator
@@ -105,19 +106,23 @@ class Engine:
         self.projector = projector
         """Projects the matches a strategy chose (NEXT/LAST/MAX with a projection; ``dfa`` is then
         the automaton of ``SELECT *``)."""
-        self.skip_inert = skip_inert
+        self.anchored = dfa.cea.anchored
+        """Runs start at the stream's start (runtime/anchored.py): no skips, no lookahead."""
+        self.skip_inert = skip_inert and not self.anchored
         """False turns skipping off (every event is stepped): for tests and measurements."""
-        self.lookahead = Lookahead.of(dfa.cea) if lookahead else None
+        self.lookahead = Lookahead.of(dfa.cea) if lookahead and not self.anchored else None
         """Skips the events no final-capable event follows within the window (runtime/lookahead.py)."""
         self.steps = 0
         """How many events went through Algorithm 1 (the others were skipped)."""
         self.counting = False
         """The sink of the latest batch was a :class:`Count`: NEXT's evaluators then build no match."""
-        if settings.strategy == "NEXT":
+        if self.anchored:
+            if settings.strategy not in ("ALL", "ANY") or settings.window is not None:
+                raise ValueError("an anchored automaton runs under ALL, without a window")
+            self._new: Callable[[], Evaluator | NxtEvaluator | MaxEvaluator] = lambda: AnchoredEvaluator(dfa)
+        elif settings.strategy == "NEXT":
             rules = NxtRules(dfa)
-            self._new: Callable[[], Evaluator | NxtEvaluator | MaxEvaluator] = (
-                lambda: NxtEvaluator(dfa, rules, count_only=self.counting)
-            )
+            self._new = lambda: NxtEvaluator(dfa, rules, count_only=self.counting)
         elif settings.strategy == "MAX" and supported(dfa):
             max_rules = MaxRules(dfa)
             self._new = lambda: MaxEvaluator(dfa, max_rules)
@@ -236,7 +241,7 @@ class Engine:
         declines the rest before doing anything, and :meth:`loop` runs).
         """
         plan = Visits(self.dfa, bits if cand is None else bits[cand], self.skip_inert)
-        twin = LOOP if self.projector is None else None
+        twin = LOOP if self.projector is None and not self.anchored else None
         if twin is None or not twin(self, plan, positions, times, key_columns, cand, out):
             self.loop(plan, positions, times, key_columns, cand, out)
 
@@ -381,7 +386,7 @@ class Engine:
                     self._consume(ev)
             j += 1
             if partitioned:
-                if not ev.table:
+                if not ev.table and not self.anchored:
                     partitions.pop(key, None)  # an empty evaluator is a fresh one: free it
                 if self.steps >= self._sweep_at:
                     self._evict_expired(tau)

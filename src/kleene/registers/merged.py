@@ -45,11 +45,12 @@ import heapq
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+from kleene.registers.counting import unambiguous, window_count
 from kleene.registers.index import RunIndex
 from kleene.registers.runtime import RegisterEngine, Run
 from kleene.runtime import tecs
 from kleene.runtime.contract import FoundSink
-from kleene.runtime.enumeration import enumerate_node
+from kleene.runtime.enumeration import Count, enumerate_node
 from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION, Node
 
 Handle = tuple[int, tuple[Any, ...]]
@@ -107,6 +108,11 @@ class MergedEngine(RegisterEngine):
         """tECS nodes built so far (output nodes, bottoms and unions), for tests that count work."""
         self.merged = 0
         """Runs that met another at the same state and registers (and were merged into it)."""
+        self.countable = unambiguous(self.srt)
+        """No two runs give the same complex event (:func:`kleene.registers.counting.unambiguous`):
+        a :class:`Count` sink then gets the nodes' window counts, no complex event is enumerated."""
+        self.count_work = [0]
+        """tECS nodes visited by the window counts so far (:func:`~kleene.registers.counting.window_count`)."""
 
     def _step(
         self,
@@ -302,7 +308,11 @@ class MergedEngine(RegisterEngine):
         self._arrive(key, arriving)
 
     def _emit(self, found: list[Any], end: int, key: Hashable, out: FoundSink) -> None:
-        """Enumerate the complex events of the runs that reached a final state (copies dropped)."""
+        """Enumerate the complex events of the runs that reached a final state (copies dropped);
+        into a :class:`Count`, count them without enumerating (:meth:`_count`)."""
+        if out.__class__ is Count and self.countable:
+            self._count(found, end, key, out)
+            return
         seen: dict[Any, None] = {}
         cap = self.limits.max_matches + 1
         for node in found:
@@ -323,6 +333,25 @@ class MergedEngine(RegisterEngine):
             for m in unique:
                 out.append(m)
         if unique and self.consume != "NONE":
+            self._forget(None if self.consume == "ANY" else key)
+
+    def _count(self, found: list[Any], end: int, key: Hashable, out: Count) -> None:
+        """The complex events of ``found`` inside the window, counted from their nodes.
+
+        The SRT is unambiguous, so the nodes of different final runs share no complex event;
+        one run reaching final states by two transitions of the same marks gives one node
+        identity (:func:`_ident`), counted once.
+        """
+        tau, work = self.tau, self.count_work
+        if len(found) > 1:
+            found = list({_ident(n): n for n in found}.values())
+        total = 0
+        for node in found:
+            total += window_count(node, tau, work)
+        if total > self.limits.max_matches:
+            raise self.limits.matches_error(end)
+        out.add(total)
+        if total and self.consume != "NONE":
             self._forget(None if self.consume == "ANY" else key)
 
     def _forget(self, key: Hashable) -> None:

@@ -136,7 +136,7 @@ def run_row(
     if runtime != "auto" and compiled.register_runtime is not None:
         compiled = compiled.tuned(register_runtime=runtime)
     seen = [0]
-    rows = chunk(query)
+    rows = chunk(query) if not count else min(65536, 4 * chunk(query))  # a count holds nothing
     cpu0, wall0 = time.process_time(), time.perf_counter()
 
     def batches():  # type: ignore[no-untyped-def]

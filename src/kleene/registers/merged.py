@@ -211,7 +211,7 @@ class MergedEngine(RegisterEngine):
         if len(self.created) > self._sever_at:
             # Without a window nothing leaves it: forget the list (it would hold dead runs' nodes).
             self.created = [] if self.window is None else tecs.sever(self.created, tau)
-            self._sever_at = len(self.created) + SEVER_EVERY
+            self._sever_at = max(SEVER_EVERY, 2 * len(self.created))  # amortized O(1) per union
         return found
 
     def _arrive(self, key: Hashable, arriving: dict[Handle, list[Node]]) -> None:

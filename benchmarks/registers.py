@@ -83,10 +83,10 @@ MAX_MATCHES = 2_000_000
 """Complex events one event may complete (default 1,000,000): past it the row stops with the
 limit's message (seq6 at w = 1,000: one event completes tens of millions), which says that the
 output, not the runs, is what does not fit."""
-COUNT_MATCHES = 1 << 1000
+COUNT_MATCHES = 1 << 100_000
 """``max_matches`` of the counted rows: a count builds nothing per complex event, and Python's
 integers do not overflow (k3 at w = 1,000 counts more than 2^62 complex events on one event: the
-subsets of a hundred ``b``)."""
+subsets of a hundred ``b``; at w = 10,000 more than 2^1,000)."""
 RISING = (
     "SELECT * FROM S WHERE SELL as s; (BUY OR SELL):+ as t "
     "FILTER s[price > 150] AND t[price > prev(t).price AND price > s.price] "
@@ -204,8 +204,10 @@ def measure(
     cpu = statistics.median(float(r["cpu"]) for r in results)
     wall = statistics.median(float(r["wall"]) for r in results)
     events = int(first["events"])
+    found = int(first["found"])
+    shown = f"{found:,}" if found < 10**15 else f"≈ 10^{len(str(found)) - 1}"
     print(
-        f"| {name} | {first['engine']} | {events:,} | {int(first['found']):,} | "
+        f"| {name} | {first['engine']} | {events:,} | {shown} | "
         f"{int(first['touched']) / max(events, 1):,.1f} | {int(first['live']):,} | "
         f"{int(first['nodes']) / max(events, 1):,.1f} | "
         + (f"{int(first['counted']) / max(events, 1):,.1f} | " if count else "")

@@ -33,6 +33,10 @@ and ``B`` under ``A OR B``): the old runtime kept them apart and dropped the
 copies when an event emitted them; so does this one (``dict.fromkeys`` on the
 enumerated complex events of an event).
 
+Into a :class:`~kleene.runtime.enumeration.Count` (``Query.count``), the runs that reached a
+final state add their nodes' window counts instead (:mod:`kleene.registers.counting`): no
+complex event is enumerated, unless two runs could give the same one.
+
 Used where the run index applies (ALL or ANY, no LIMIT, no UNLESS, not
 STRICT, :func:`kleene.registers.index.applies`): there the order of an
 event's complex events is free.  NEXT, LAST, MAX and LIMIT take them in the
@@ -104,6 +108,8 @@ class MergedEngine(RegisterEngine):
         self.created: list[Node] = []
         """Union nodes still in reach of the window (:func:`kleene.runtime.tecs.sever`)."""
         self._sever_at = SEVER_EVERY
+        self.scanned = 0
+        """Union nodes looked at by the cuts (:func:`kleene.runtime.tecs.sever`), for tests."""
         self.nodes = 0
         """tECS nodes built so far (output nodes, bottoms and unions), for tests that count work."""
         self.merged = 0
@@ -210,6 +216,7 @@ class MergedEngine(RegisterEngine):
             self._look(pos)
         if len(self.created) > self._sever_at:
             # Without a window nothing leaves it: forget the list (it would hold dead runs' nodes).
+            self.scanned += len(self.created)
             self.created = [] if self.window is None else tecs.sever(self.created, tau)
             self._sever_at = max(SEVER_EVERY, 2 * len(self.created))  # amortized O(1) per union
         return found

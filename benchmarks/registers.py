@@ -5,7 +5,7 @@ Run by hand (not a test)::
     python benchmarks/registers.py [--events 1000000] [--windows 100 1000 10000]
                                    [--budget 60] [--runs 1] [--only NAME ...]
                                    [--runtime auto runs windowed] [--check 1500]
-                                   [--e2e-events 100000]
+                                   [--e2e-events 100000] [--count]
 
 Over the synthetic stock events of ``generate.py`` (BUY/SELL, 5 names, prices
 uniform in [0, 200)), each row runs in a child process capped at 3 GB of
@@ -30,6 +30,11 @@ API: columns, no object per complex event).  The rows:
   ``seq6``, ``k3`` (Kleene), ``q1`` and ``q5`` (Kleene over both types), on our
   five names (INTC, AAPL, GOOG stand for the paper's INTC, RIMM, QQQ; MSFT,
   AAPL, GOOG, AMZN for q1's MSFT, ORCL, CSCO, AMAT).
+
+``--count``: the register rows count their complex events (``Query.count``: merged runs add
+the window counts of their tECS nodes, kleene.registers.counting) instead of listing them, with
+no limit on the complex events of one event (:data:`COUNT_MATCHES`), and report the tECS nodes
+the counts visited per event next to the runs tried.
 
 ``--check N``: each row's count of complex events on the first N events is
 compared with the reference evaluator's (kleene.reference: every valuation of
@@ -78,6 +83,10 @@ MAX_MATCHES = 2_000_000
 """Complex events one event may complete (default 1,000,000): past it the row stops with the
 limit's message (seq6 at w = 1,000: one event completes tens of millions), which says that the
 output, not the runs, is what does not fit."""
+COUNT_MATCHES = 1 << 100_000
+"""``max_matches`` of the counted rows: a count builds nothing per complex event, and Python's
+integers do not overflow (k3 at w = 1,000 counts more than 2^62 complex events on one event: the
+subsets of a hundred ``b``; at w = 10,000 more than 2^1,000)."""
 RISING = (
     "SELECT * FROM S WHERE SELL as s; (BUY OR SELL):+ as t "
     "FILTER s[price > 150] AND t[price > prev(t).price AND price > s.price] "
@@ -113,18 +122,21 @@ PAPER = {
 }
 
 
-def run_row(query: str, path: Path, runtime: str, budget: float, check: int) -> dict[str, object]:
+def run_row(
+    query: str, path: Path, runtime: str, budget: float, check: int, count: bool = False
+) -> dict[str, object]:
     """One row, in this (child) process: the figures as a dict (printed as JSON by ``--row``)."""
     import pyarrow.parquet as pq
 
     from kleene.language.parser import parse_query
     from kleene.reference.oracle import OracleBudgetExceeded, evaluate
 
-    compiled = kleene.compile(query, max_matches=MAX_MATCHES)
+    limit = COUNT_MATCHES if count else MAX_MATCHES
+    compiled = kleene.compile(query, max_matches=limit)
     if runtime != "auto" and compiled.register_runtime is not None:
         compiled = compiled.tuned(register_runtime=runtime)
     seen = [0]
-    rows = chunk(query)
+    rows = chunk(query) if not count else min(65536, 4 * chunk(query))  # a count holds nothing
     cpu0, wall0 = time.process_time(), time.perf_counter()
 
     def batches():  # type: ignore[no-untyped-def]
@@ -136,7 +148,10 @@ def run_row(query: str, path: Path, runtime: str, budget: float, check: int) -> 
                 seen[0] += piece.num_rows
                 yield piece
 
-    found = sum(len(b) for b in compiled.match_batches(batches()))  # the bulk API
+    if count:
+        found = compiled.count(batches())
+    else:
+        found = sum(len(b) for b in compiled.match_batches(batches()))  # the bulk API
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     engine = compiled.last_session.engine
     row: dict[str, object] = {
@@ -144,11 +159,15 @@ def run_row(query: str, path: Path, runtime: str, budget: float, check: int) -> 
         "events": seen[0], "found": found, "cpu": cpu, "wall": wall,
         "touched": getattr(engine, "touched", 0), "check": "-",
         "live": getattr(engine, "live", 0), "nodes": getattr(engine, "nodes", 0),
+        "counted": getattr(engine, "count_work", [0])[0],
     }
     if check:
         table = pq.read_table(path).slice(0, check)
         events = table.to_pylist()
-        mine = sum(1 for _ in kleene.compile(query).matches(table))
+        if count:
+            mine = kleene.compile(query, max_matches=limit).count(table)
+        else:
+            mine = sum(1 for _ in kleene.compile(query).matches(table))
         try:
             ref = len(evaluate(parse_query(query), events, times=list(range(len(events))), budget=2_000_000))
             row["check"] = "ok" if ref == mine else f"DIFF {mine} vs {ref}"
@@ -161,13 +180,15 @@ def run_row(query: str, path: Path, runtime: str, budget: float, check: int) -> 
 
 
 def measure(
-    name: str, query: str, path: Path, runs: int, runtime: str, budget: float, check: int
+    name: str, query: str, path: Path, runs: int, runtime: str, budget: float, check: int,
+    count: bool = False,
 ) -> None:
     """Run a row ``runs`` times, each in a child process capped at :data:`MEMORY`; print medians."""
     results = []
     for _ in range(runs):
         cmd = [
             sys.executable, __file__, "--row", query, str(path), runtime, str(budget), str(check),
+            "count" if count else "list",
         ]
         proc = subprocess.run(
             cmd, capture_output=True, text=True,
@@ -183,10 +204,14 @@ def measure(
     cpu = statistics.median(float(r["cpu"]) for r in results)
     wall = statistics.median(float(r["wall"]) for r in results)
     events = int(first["events"])
+    found = int(first["found"])
+    shown = f"{found:,}" if found < 10**15 else f"≈ 10^{len(str(found)) - 1}"
     print(
-        f"| {name} | {first['engine']} | {events:,} | {int(first['found']):,} | "
+        f"| {name} | {first['engine']} | {events:,} | {shown} | "
         f"{int(first['touched']) / max(events, 1):,.1f} | {int(first['live']):,} | "
-        f"{int(first['nodes']) / max(events, 1):,.1f} | {cpu:.2f} | {wall:.2f} | "
+        f"{int(first['nodes']) / max(events, 1):,.1f} | "
+        + (f"{int(first['counted']) / max(events, 1):,.1f} | " if count else "")
+        + f"{cpu:.2f} | {wall:.2f} | "
         f"{events / cpu:,.0f} | {first['check']} |",
         flush=True,
     )
@@ -221,8 +246,9 @@ def end_to_end(events: int, runs: int) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--row":
-        query, path, runtime, budget, check = sys.argv[2:7]
-        print(json.dumps(run_row(query, Path(path), runtime, float(budget), int(check))))
+        query, path, runtime, budget, check, mode = sys.argv[2:8]
+        row = run_row(query, Path(path), runtime, float(budget), int(check), mode == "count")
+        print(json.dumps(row))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -236,15 +262,20 @@ def main() -> None:
         "--runtime", nargs="+", default=["auto"], choices=["auto", "merged", "runs", "windowed"],
         help="register runtimes to compare side by side (auto: the one the engine chooses)",
     )
+    parser.add_argument(
+        "--count", action="store_true",
+        help="count the register rows' complex events (Query.count) instead of listing them",
+    )
     args = parser.parse_args()
     wanted = set(args.only or ["pair", "e2e", "rising", *PAPER])
     path = generate(args.events)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    counted = "| nodes counted / event " if args.count else ""
     print(
         "| query | engine | events | complex events | runs tried / event | live runs at end "
-        "| tECS nodes / event | CPU s | wall s | events / CPU s | count vs ALL-then-filter |"
+        f"| tECS nodes / event {counted}| CPU s | wall s | events / CPU s | count vs ALL-then-filter |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---|---:|---:|---:|---:|---:|" + ("---:|" if args.count else "") + "---:|---:|---:|---|")
     if "pair" in wanted:
         measure("pair", PAIR, path, args.runs, "auto", args.budget, args.check)
     if "e2e" in wanted:
@@ -255,7 +286,7 @@ def main() -> None:
                 for runtime in args.runtime:
                     measure(
                         f"{name} w={w}", query.format(window=w), path, args.runs, runtime,
-                        args.budget, args.check,
+                        args.budget, args.check, args.count,
                     )
 
 

@@ -33,6 +33,10 @@ and ``B`` under ``A OR B``): the old runtime kept them apart and dropped the
 copies when an event emitted them; so does this one (``dict.fromkeys`` on the
 enumerated complex events of an event).
 
+Into a :class:`~kleene.runtime.enumeration.Count` (``Query.count``), the runs that reached a
+final state add their nodes' window counts instead (:mod:`kleene.registers.counting`): no
+complex event is enumerated, unless two runs could give the same one.
+
 Used where the run index applies (ALL or ANY, no LIMIT, no UNLESS, not
 STRICT, :func:`kleene.registers.index.applies`): there the order of an
 event's complex events is free.  NEXT, LAST, MAX and LIMIT take them in the
@@ -45,11 +49,12 @@ import heapq
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+from kleene.registers.counting import unambiguous, window_count
 from kleene.registers.index import RunIndex
 from kleene.registers.runtime import RegisterEngine, Run
 from kleene.runtime import tecs
 from kleene.runtime.contract import FoundSink
-from kleene.runtime.enumeration import enumerate_node
+from kleene.runtime.enumeration import Count, enumerate_node
 from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION, Node
 
 Handle = tuple[int, tuple[Any, ...]]
@@ -103,10 +108,17 @@ class MergedEngine(RegisterEngine):
         self.created: list[Node] = []
         """Union nodes still in reach of the window (:func:`kleene.runtime.tecs.sever`)."""
         self._sever_at = SEVER_EVERY
+        self.scanned = 0
+        """Union nodes looked at by the cuts (:func:`kleene.runtime.tecs.sever`), for tests."""
         self.nodes = 0
         """tECS nodes built so far (output nodes, bottoms and unions), for tests that count work."""
         self.merged = 0
         """Runs that met another at the same state and registers (and were merged into it)."""
+        self.countable = unambiguous(self.srt)
+        """No two runs give the same complex event (:func:`kleene.registers.counting.unambiguous`):
+        a :class:`Count` sink then gets the nodes' window counts, no complex event is enumerated."""
+        self.count_work = [0]
+        """tECS nodes visited by the window counts so far (:func:`~kleene.registers.counting.window_count`)."""
 
     def _step(
         self,
@@ -204,8 +216,9 @@ class MergedEngine(RegisterEngine):
             self._look(pos)
         if len(self.created) > self._sever_at:
             # Without a window nothing leaves it: forget the list (it would hold dead runs' nodes).
+            self.scanned += len(self.created)
             self.created = [] if self.window is None else tecs.sever(self.created, tau)
-            self._sever_at = len(self.created) + SEVER_EVERY
+            self._sever_at = max(SEVER_EVERY, 2 * len(self.created))  # amortized O(1) per union
         return found
 
     def _arrive(self, key: Hashable, arriving: dict[Handle, list[Node]]) -> None:
@@ -302,7 +315,11 @@ class MergedEngine(RegisterEngine):
         self._arrive(key, arriving)
 
     def _emit(self, found: list[Any], end: int, key: Hashable, out: FoundSink) -> None:
-        """Enumerate the complex events of the runs that reached a final state (copies dropped)."""
+        """Enumerate the complex events of the runs that reached a final state (copies dropped);
+        into a :class:`Count`, count them without enumerating (:meth:`_count`)."""
+        if out.__class__ is Count and self.countable:
+            self._count(found, end, key, out)
+            return
         seen: dict[Any, None] = {}
         cap = self.limits.max_matches + 1
         for node in found:
@@ -323,6 +340,25 @@ class MergedEngine(RegisterEngine):
             for m in unique:
                 out.append(m)
         if unique and self.consume != "NONE":
+            self._forget(None if self.consume == "ANY" else key)
+
+    def _count(self, found: list[Any], end: int, key: Hashable, out: Count) -> None:
+        """The complex events of ``found`` inside the window, counted from their nodes.
+
+        The SRT is unambiguous, so the nodes of different final runs share no complex event;
+        one run reaching final states by two transitions of the same marks gives one node
+        identity (:func:`_ident`), counted once.
+        """
+        tau, work = self.tau, self.count_work
+        if len(found) > 1:
+            found = list({_ident(n): n for n in found}.values())
+        total = 0
+        for node in found:
+            total += window_count(node, tau, work)
+        if total > self.limits.max_matches:
+            raise self.limits.matches_error(end)
+        out.add(total)
+        if total and self.consume != "NONE":
             self._forget(None if self.consume == "ANY" else key)
 
     def _forget(self, key: Hashable) -> None:

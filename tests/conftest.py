@@ -13,11 +13,20 @@ no Spark test never start a JVM.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# The same examples on every run (a hash of each test), so that a run of the suite, CI's
+# included, is reproducible and the aimed shares (against_oracle.aimed) are judged on a fixed
+# sample; KLEENE_HYPOTHESIS=explore draws new examples each run, to look for new failures.
+settings.register_profile("fixed", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("KLEENE_HYPOTHESIS", "fixed"))
 
 
 @pytest.fixture(scope="session")

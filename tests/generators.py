@@ -790,7 +790,7 @@ def pair_cases(draw: st.DrawFn, max_size: int = 30) -> tuple[ast.Query, list[Eve
         where = ast.Filter(where, ast.FilterAtom(draw(st.sampled_from(("a", "b"))), draw(atoms())))
     within = draw(
         st.one_of(
-            st.integers(0, 8).map(ast.EventsWindow),
+            st.integers(1, 8).map(ast.EventsWindow),  # 0 events: no pair, a count of 0
             st.integers(0, 10).map(lambda n: ast.DurationWindow(n * SEC)),
         )
     )

@@ -21,9 +21,8 @@ the window of the whole match, which a run does not know when its part ends).
 from __future__ import annotations
 
 from kleene.automata.determinize import DEAD, LazyDFA
-from kleene.runtime import tecs
 from kleene.runtime.evaluator import Evaluator
-from kleene.runtime.tecs import BOTTOM, OUTPUT, Node, insert, merge
+from kleene.runtime.tecs import BOTTOM, OUTPUT, Node
 
 __all__ = ["AnchoredEvaluator"]
 
@@ -44,53 +43,11 @@ class AnchoredEvaluator(Evaluator):
         return False
 
     def step(self, pos: int, time: int, bits: int, tau: int) -> list[Node]:
-        """Algorithm 1's step with the waiting state in place of a fresh ``q0``."""
-        m = DEAD
+        """Algorithm 1's step with the waiting state in place of a fresh ``q0``: its marked
+        successor starts the runs whose first event this is."""
+        new: dict[int, list[Node]] = {}
         if self.waiting != DEAD:
             m, self.waiting = self.dfa.step(self.waiting, bits)
-        return self._runs(pos, time, bits, tau, m)
-
-    def _runs(self, pos: int, time: int, bits: int, tau: int, start: int) -> list[Node]:
-        """Move every run on the event; ``start``: the state of the runs whose first event this
-        is (DEAD for none)."""
-        dfa = self.dfa
-        unions = self.unions
-        merged = self.merged
-        new: dict[int, list[Node]] = {}
-        if start != DEAD:
-            new[start] = [(OUTPUT, time, pos, (BOTTOM, time, pos))]
-        for p, ul in self.table.items():
-            m, u = dfa.step(p, bits)
-            n = merged.get(p)
             if m != DEAD:
-                if n is None:
-                    n = ul[0] if len(ul) == 1 else merge(ul, unions)
-                node = (OUTPUT, n[1], pos, n)
-                target = new.get(m)
-                if target is None:
-                    new[m] = [node]
-                else:
-                    insert(target, node, unions)
-            if u != DEAD:
-                target = new.get(u)
-                if target is None:
-                    new[u] = ul
-                else:
-                    if n is None:
-                        n = ul[0] if len(ul) == 1 else merge(ul, unions)
-                    insert(target, n, unions)
-        self.table = new
-        outputs: list[Node] = []
-        merged = {}
-        final = dfa.final
-        for q, ul in new.items():
-            if final[q]:
-                n = ul[0] if len(ul) == 1 else merge(ul, unions)
-                merged[q] = n
-                outputs.append(n)
-        self.merged = merged
-        if len(unions) > self._sweep_at:
-            self.unions = tecs.sever(unions, tau)
-            self._sweep_at = max(4096, 2 * len(self.unions))
-        return outputs
-
+                new[m] = [(OUTPUT, time, pos, (BOTTOM, time, pos))]
+        return self.advance(new, pos, time, bits, tau)

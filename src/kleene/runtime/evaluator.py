@@ -61,22 +61,30 @@ class Evaluator:
         encode the complex events that end at ``pos``.
         """
         dfa = self.dfa
-        cache = dfa.cache
-        old = self.table
-        merged = self.merged
-        unions = self.unions
         new: dict[int, list[Node]] = {}
 
         # A run may start here: q0 first, it has the largest maximum start.
-        hit = cache[0].get(bits)
+        hit = dfa.cache[0].get(bits)
         m, u = hit if hit is not None else dfa.compute(0, bits)
         if m != DEAD:
             new[m] = [(OUTPUT, time, pos, (BOTTOM, time, pos))]
         if u != DEAD:
             if u in new:
-                insert(new[u], (BOTTOM, time, pos), unions)
+                insert(new[u], (BOTTOM, time, pos), self.unions)
             else:
                 new[u] = [(BOTTOM, time, pos)]
+        return self.advance(new, pos, time, bits, tau)
+
+    def advance(
+        self, new: dict[int, list[Node]], pos: int, time: int, bits: int, tau: int
+    ) -> list[Node]:
+        """Move the runs of ``T`` on the event into ``new`` (which holds the runs starting
+        here), make it the new ``T``, and return the nodes of the complex events ending here."""
+        dfa = self.dfa
+        cache = dfa.cache
+        old = self.table
+        merged = self.merged
+        unions = self.unions
 
         for p, ul in old.items():
             if ul[0][1] < tau:

@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kleene  # noqa: E402
 from generate import generate  # noqa: E402
 from kleene.language.parser import parse_query  # noqa: E402
-from kleene.reference.oracle import select_matches  # noqa: E402
+from kleene.reference.selection import select_matches  # noqa: E402
 
 PATTERNS = {
     "sequence": "SELL as a; BUY as b; SELL as c",

@@ -14,7 +14,7 @@ import kleene
 from against_oracle import aimed, skip_case
 from kleene.language import ast
 from kleene.language.printer import to_ceql
-from kleene.reference.oracle import last_less
+from kleene.reference.selection import last_less
 from kleene.runtime.strategies import last_better
 
 

@@ -21,15 +21,9 @@ from hypothesis import strategies as st
 from against_oracle import aimed, feature_changed, skip_case
 from generators import cases, streams
 from kleene.language import ast
-from kleene.reference.oracle import (
-    OracleBudgetExceeded,
-    evaluate,
-    evaluate_pattern,
-    last_less,
-    next_less,
-    nullable,
-    select_matches,
-)
+from kleene.reference.oracle import OracleBudgetExceeded, evaluate, evaluate_pattern
+from kleene.reference.selection import last_less, next_less, select_matches
+from kleene.reference.semantics import nullable
 from paper_cases import (
     THESIS,
     ComplexEvent,

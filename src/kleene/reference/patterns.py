@@ -3,6 +3,9 @@ and top-down from a position (``⟦ρ⟧(S, i)``) for patterns holding a nested 
 
 The semantics of each operator, and the reasons, are in :mod:`kleene.reference.oracle`'s
 docstring; this module is its code, written apart from the engines it checks.
+
+Size: the operators call one another (a FILTER or an iteration evaluates its operand; the
+top-down reading of nested selectors reuses every operator), so they stay in one module.
 """
 
 from __future__ import annotations

@@ -61,17 +61,7 @@ _CHOOSING = ("NEXT", "LAST", "MAX")
 
 def has_selectors(p: ast.Pattern) -> bool:
     """Does ``p`` hold a ``STRICT(...)``, ``NEXT(...)``, ``LAST(...)`` or ``MAX(...)``?"""
-    todo = [p]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Selector):
-            return True
-        todo.extend(
-            child
-            for name in ("pattern", "left", "right")
-            if isinstance(child := getattr(node, name, None), ast.Pattern)
-        )
-    return False
+    return isinstance(first_selector(p), ast.Selector)
 
 
 def desugar_selectors(query: ast.Query, text: str) -> ast.Query:

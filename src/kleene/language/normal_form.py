@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 
 from kleene.language import ast
-from kleene.language.conditions import var_attrs
+from kleene.language.conditions import atoms, var_attrs
 from kleene.language.variables import bound_variables
 
 __all__ = ["unfold_outer_ors"]
@@ -87,7 +87,7 @@ def _open(p: ast.Pattern) -> frozenset[str]:
     while todo:
         node = todo.pop()
         if isinstance(node, ast.Filter):
-            for atom in _atoms(node.condition):
+            for atom in atoms(node.condition):
                 found |= _names(atom)
         todo.extend(
             child
@@ -112,7 +112,7 @@ def _unfold(p: ast.Pattern) -> ast.Pattern:
     parts = _conjuncts(p.condition)
     for k, part in enumerate(parts):
         if isinstance(part, ast.FilterOr) and any(
-            not _names(atom) <= inner for atom in _atoms(part)
+            not _names(atom) <= inner for atom in atoms(part)
         ):
             rest = parts[:k] + parts[k + 1 :]
             sides = [
@@ -134,12 +134,6 @@ def _and(parts: list[ast.FilterExpr]) -> ast.FilterExpr:
     for part in parts[1:]:
         out = ast.FilterAnd(out, part, out.span)
     return out
-
-
-def _atoms(cond: ast.FilterExpr) -> list[ast.FilterAtom]:
-    if isinstance(cond, ast.FilterAtom):
-        return [cond]
-    return _atoms(cond.left) + _atoms(cond.right)
 
 
 def _names(atom: ast.FilterAtom) -> frozenset[str]:

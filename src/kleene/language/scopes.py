@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kleene.language import ast
-from kleene.language.conditions import on_later_variables, var_attrs, without_self_references
+from kleene.language.conditions import atoms, on_later_variables, var_attrs, without_self_references
 from kleene.language.printer import pattern_to_ceql
 from kleene.language.variables import bound_variables, children
 
@@ -80,14 +80,6 @@ def _top_conjuncts(cond: ast.FilterExpr) -> Iterator[ast.FilterExpr]:
         yield cond
 
 
-def _atoms(cond: ast.FilterExpr) -> Iterator[ast.FilterAtom]:
-    if isinstance(cond, ast.FilterAtom):
-        yield cond
-    else:
-        yield from _atoms(cond.left)
-        yield from _atoms(cond.right)
-
-
 def _all_names(p: ast.Pattern) -> set[str]:
     names: set[str] = set()
     stack = [p]
@@ -98,7 +90,7 @@ def _all_names(p: ast.Pattern) -> set[str]:
         if isinstance(node, ast.As):
             names.add(node.var)
         if isinstance(node, ast.Filter):
-            names |= {v for a in _atoms(node.condition) for v in _needs(a) | {a.var}}
+            names |= {v for a in atoms(node.condition) for v in _needs(a) | {a.var}}
         stack.extend(children(node))
     return names
 
@@ -213,7 +205,7 @@ def lift_outer_conditions(p: ast.Pattern) -> Lifted:
                     elif not _needs(part) <= inner:
                         why[id(part)] = "it reads prev(...), which is local to this FILTER"
                 else:
-                    for atom in _atoms(part):
+                    for atom in atoms(part):
                         if not _needs(atom) <= inner:
                             why[id(atom)] = (
                                 "it is one side of an OR of conditions; write the OR as "
@@ -233,7 +225,7 @@ def lift_outer_conditions(p: ast.Pattern) -> Lifted:
         elif isinstance(node, ast.Filter):
             inner = rebuild(node.pattern)
             kept = _without(node.condition, moved)
-            lifts = [moved[id(a)] for a in _atoms(node.condition) if id(a) in moved]
+            lifts = [moved[id(a)] for a in atoms(node.condition) if id(a) in moved]
             for lift in lifts:
                 if lift.fresh is not None:
                     inner = ast.As(inner, lift.fresh, node.span)

@@ -7,11 +7,18 @@ Imported by the drivers, which run as scripts from this folder.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
+
+from kleene.spark import local_session
 
 
 def die() -> None:
@@ -54,3 +61,58 @@ def hook_sink_calls(writer_cls: type, config: dict[str, Any]) -> dict[str, Any]:
 
     writer_cls.__call__ = hooked_call  # type: ignore[operator]
     return state
+
+
+def kill_session(app_name: str) -> Any:
+    """The drivers' SparkSession.  C1 only (quick_jit): each run is short, and a test starts
+    three JVMs or more; C2's compilations cost more CPU than they save on a few thousand rows
+    (docs/reliability.md)."""
+    return local_session(
+        "local[2]", app_name=app_name, quick_jit=True,
+        **{"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+    )
+
+
+def run_to_end(queries: Iterable[Any], state: dict[str, Any], spark: Any) -> int:
+    """Await each started query in turn (``queries`` starts the next one only when asked: one at
+    a time, since each micro-batch starts Python workers, which on a loaded machine miss Spark's
+    connect-back timeout when five start at once); 1 if one failed, else 0 once all ended."""
+    for q in queries:
+        q.awaitTermination()
+        if q.exception() is not None:
+            print(q.exception(), file=sys.stderr)
+            return 1
+    print(f"done after {state['batches']} sink calls", file=sys.stderr)
+    time.sleep(0.1)
+    spark.stop()
+    return 0
+
+
+def run_driver(driver: Path, base: Path, config: dict[str, Any], kill: dict[str, Any], log: Path) -> int:
+    """Run ``driver`` on ``config`` and ``kill`` (written to ``base/config.json``) in a process
+    group of its own, its output appended to ``log``; its exit status (negative: the signal)."""
+    path = base / "config.json"
+    path.write_text(json.dumps({**config, **kill}))
+    with open(log, "a") as out:
+        out.write(f"\n=== {kill}\n")
+        out.flush()
+        proc = subprocess.Popen([sys.executable, str(driver), str(path)], stdout=out, stderr=out,
+                                start_new_session=True)
+        try:
+            return proc.wait(timeout=900)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the group this test created
+            proc.wait()
+            raise
+
+
+def run_schedule(run: Callable[[dict[str, Any]], int], schedule: list[dict[str, Any]], log: Path) -> int:
+    """Run the driver once per kill of ``schedule`` (each ends killed or done), then once to the
+    end without a kill, which must succeed; the number of runs a kill ended."""
+    killed = 0
+    for kill in schedule:
+        code = run(kill)
+        assert code in (-signal.SIGKILL, 0), f"driver exit {code}; see {log}"
+        killed += code == -signal.SIGKILL
+    assert run({"kill": "none"}) == 0, log.read_text()[-3000:]
+    return killed

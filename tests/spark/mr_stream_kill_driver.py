@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from typing import Any
 
-from kill_points import die, hook_sink_calls
+from kill_points import die, hook_sink_calls, kill_session, run_to_end
 
-from kleene.spark import local_session
 from kleene.spark import recognize_stream as mrs
 
 SCHEMA = "id long, name string, price double, ts long"
@@ -41,25 +39,17 @@ def main(config_path: str) -> int:
             die()
 
     mrs.write_batch = hooked_write
-    spark = local_session(
-        "local[2]", app_name="kleene-mr-kill", quick_jit=True,
-        **{"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
-    )
+    spark = kill_session("kleene-mr-kill")
     base = config["base"]
-    for name, clause in config["clauses"].items():
+
+    def start(name: str, clause: str) -> Any:
         src = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(f"{base}/in")
         res = mrs.match_recognize_stream(src, clause, watermark="10 seconds")
-        q = mrs.start_match_recognize_stream(
+        return mrs.start_match_recognize_stream(
             res, f"{base}/{name}/out", checkpoint=f"{base}/{name}/ck",
             late_rows_path=f"{base}/{name}/late", available_now=True)
-        q.awaitTermination()
-        if q.exception() is not None:
-            print(q.exception(), file=sys.stderr)
-            return 1
-    print(f"done after {state['batches']} sink calls", file=sys.stderr)
-    time.sleep(0.1)
-    spark.stop()
-    return 0
+
+    return run_to_end((start(n, c) for n, c in config["clauses"].items()), state, spark)
 
 
 if __name__ == "__main__":

@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from typing import Any
 
-from kill_points import die, hook_sink_calls
+from kill_points import die, hook_sink_calls, kill_session, run_to_end
 
-from kleene.spark import local_session
 from kleene.spark import stream as kstream
 
 SCHEMA = "id long, name string, type string, price double, ts long"
@@ -49,30 +47,18 @@ def main(config_path: str) -> int:
             die()
 
     kstream._BatchWriter._write = hooked_write  # type: ignore[method-assign]
-    # C1 only (quick_jit): each run is short, and the test starts three JVMs or more; C2's
-    # compilations cost more CPU than they save on a few thousand rows (docs/reliability.md).
-    spark = local_session(
-        "local[2]", app_name="kleene-kill", quick_jit=True,
-        **{"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
-    )
+    spark = kill_session("kleene-kill")
     base = config["base"]
-    # One query at a time: each micro-batch of transformWithStateInPandas starts Python
-    # workers, which on a loaded machine miss Spark's connect-back timeout when five start at once.
-    for name, text in config["queries"].items():
+
+    def start(name: str, text: str) -> Any:
         src = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(f"{base}/in")
         res = kstream.detect_stream(src, text, time_column="ts", id_column="id", watermark="10 seconds")
-        q = kstream.start_stream(
+        return kstream.start_stream(
             res, f"{base}/{name}/out", checkpoint=f"{base}/{name}/ck",
             late_events_path=f"{base}/{name}/late", available_now=True,
         )
-        q.awaitTermination()
-        if q.exception() is not None:
-            print(q.exception(), file=sys.stderr)
-            return 1
-    print(f"done after {state['batches']} sink calls", file=sys.stderr)
-    time.sleep(0.1)
-    spark.stop()
-    return 0
+
+    return run_to_end((start(n, t) for n, t in config["queries"].items()), state, spark)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -31,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as pds
 import pytest
+from kill_points import run_driver, run_schedule
 
 import kleene
 
@@ -90,22 +88,6 @@ def _write_inputs(directory: Path, rng: random.Random) -> tuple[list[dict[str, A
     return on_time, late
 
 
-def _run_driver(base: Path, kill: dict[str, Any], log: Path) -> int:
-    config = base / "config.json"
-    config.write_text(json.dumps({"base": str(base), "clauses": CLAUSES, **kill}))
-    with open(log, "a") as out:
-        out.write(f"\n=== {kill}\n")
-        out.flush()
-        proc = subprocess.Popen([sys.executable, str(DRIVER), str(config)], stdout=out,
-                                stderr=out, start_new_session=True)
-        try:
-            return proc.wait(timeout=900)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group this test created
-            proc.wait()
-            raise
-
-
 def _written(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
@@ -124,12 +106,8 @@ def test_sigkill_and_restart_loses_and_duplicates_nothing(tmp_path: Path, seed: 
     schedule = [{"kill": "between_writes", "batch": rng.randrange(1, 4)},
                 {"kill": "timer", "delay": round(rng.uniform(1.0, 12.0), 2)}]
     log = tmp_path / "driver.log"
-    killed = 0
-    for kill in schedule:
-        code = _run_driver(tmp_path, kill, log)
-        assert code in (-signal.SIGKILL, 0), f"driver exit {code}; see {log}"
-        killed += code == -signal.SIGKILL
-    assert _run_driver(tmp_path, {"kill": "none"}, log) == 0, log.read_text()[-3000:]
+    config = {"base": str(tmp_path), "clauses": CLAUSES}
+    killed = run_schedule(lambda kill: run_driver(DRIVER, tmp_path, config, kill, log), schedule, log)
     table = pa.Table.from_pylist(on_time)
     for name, clause in CLAUSES.items():
         expected = _counted(kleene.match_recognize(table, clause).to_pylist())

@@ -24,9 +24,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -35,6 +32,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as pds
 import pytest
+from kill_points import run_driver, run_schedule
 
 import kleene
 
@@ -113,22 +111,6 @@ def _write_inputs(directory: Path, rng: random.Random) -> tuple[list[dict[str, A
     return on_time, late
 
 
-def _run_driver(base: Path, kill: dict[str, Any], log: Path) -> int:
-    config = base / "config.json"
-    config.write_text(json.dumps({"base": str(base), "queries": _queries(), **kill}))
-    with open(log, "a") as out:
-        out.write(f"\n=== {kill}\n")
-        out.flush()
-        proc = subprocess.Popen([sys.executable, str(DRIVER), str(config)], stdout=out, stderr=out,
-                                start_new_session=True)
-        try:
-            return proc.wait(timeout=900)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group this test created
-            proc.wait()
-            raise
-
-
 def _expected(text: str, on_time: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
     """The engine's complex events: (partition, positions, event ids, start and end time)."""
     q = kleene.compile(text, time_column="ts")
@@ -172,12 +154,8 @@ def kill_and_restart(base: Path, seed: int) -> dict[str, Any]:
         else:  # the n-th sink call of the run, over the five queries
             schedule.append({"kill": point, "batch": rng.randrange(1, 4 * len(_queries()))})
     log = base / "driver.log"
-    killed = 0
-    for kill in schedule:
-        code = _run_driver(base, kill, log)
-        assert code in (-signal.SIGKILL, 0), f"driver exit {code}; see {log}"
-        killed += code == -signal.SIGKILL
-    assert _run_driver(base, {"kill": "none"}, log) == 0, log.read_text()[-3000:]
+    config = {"base": str(base), "queries": _queries()}
+    killed = run_schedule(lambda kill: run_driver(DRIVER, base, config, kill, log), schedule, log)
     summary: dict[str, Any] = {"seed": seed, "schedule": schedule, "killed": killed, "complex": {}}
     for name, text in _queries().items():
         expected = _expected(text, on_time)

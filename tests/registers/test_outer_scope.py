@@ -81,15 +81,15 @@ def test_the_lift_is_shown_by_the_rewrite() -> None:
 @pytest.mark.parametrize(
     ("text", "needle", "message"),
     [
-        (
-            "SELECT * WHERE A AS a ; NOT(B FILTER B[v > a.v]) ; C",
+        (  # B is selected, so NOT(B ...) is not rewritten (tests/registers/test_negated_outer.py)
+            "SELECT B WHERE A AS a ; NOT(B FILTER B[v > a.v]) ; C ; B",
             "a.v",
-            "it is inside NOT(...), which is evaluated on the event alone",
+            "it is inside NOT(...), which kleene rewrites into the events that fail",
         ),
         (
             "SELECT * WHERE (A AS a ; C) UNLESS (B FILTER B[v > a.v])",
             "a.v",
-            "it is on the right of UNLESS, which is evaluated on its own",
+            "it is on the right of UNLESS and relates its events to an enclosing pattern's",
         ),
         (
             "SELECT * WHERE A AS a ; ((B AS b ; C FILTER b[v > a.v]) ; B AS b)",

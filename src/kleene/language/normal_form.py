@@ -29,17 +29,22 @@ import dataclasses
 
 from kleene.language import ast
 from kleene.language.conditions import atoms, var_attrs
+from kleene.language.negation import rewrite_negations
 from kleene.language.variables import bound_variables
 
 __all__ = ["unfold_outer_ors"]
 
 
 def unfold_outer_ors(query: ast.Query) -> ast.Query:
-    """``query`` with every FILTER whose OR names an enclosing variable unfolded, and every OR
+    """``query`` with ``NOT(...)`` and UNLESS's right side reading an enclosing variable
+    rewritten (:mod:`kleene.language.negation`), every FILTER whose OR names an enclosing variable unfolded, and every OR
     one of whose sides names a variable bound later distributed over the sequence that binds
     it (the same object when there is none)."""
+    written = query.where
+    # NOT(...) and UNLESS's right side reading an enclosing variable first (negation.py).
+    query = rewrite_negations(query)
     where = _unfold(query.where)
-    if where is not query.where:
+    if where is not written:
         where = _distribute(where)
     return query if where is query.where else dataclasses.replace(query, where=where)
 

@@ -30,8 +30,9 @@ FILTER around that enclosing pattern.
 This is Thm 5.3's "lift" step without its OR distribution: the conditions
 between events the lifted atoms become run on the register engine.  An atom is
 left in place (and the checker's error says why) when it sits under an OR of
-conditions, reads ``prev(...)``, is inside ``NOT(...)`` or on the right of
-``UNLESS`` (evaluated on their own), or when no enclosing pattern binds its
+conditions, reads ``prev(...)``, is inside a ``NOT(...)`` that
+:mod:`kleene.language.negation` did not rewrite or on the right of ``UNLESS``
+relating its events to the left side's, or when no enclosing pattern binds its
 variables.
 """
 
@@ -160,12 +161,25 @@ def lift_outer_conditions(p: ast.Pattern) -> Lifted:
         child: ast.Pattern = where
         for node in reversed(path):
             if isinstance(node, ast.NotEvent):
-                why[key] = "it is inside NOT(...), which is evaluated on the event alone"
+                why[key] = (
+                    "it is inside NOT(...), which kleene rewrites into the events that fail "
+                    "the condition (kleene.language.negation) only when the NOT names event "
+                    "types without a stream that the query neither selects nor filters "
+                    "elsewhere, and reads no prev(...): name the NOT's event type with AS "
+                    "where it is used elsewhere (C AS c ... FILTER c[...])"
+                )
                 return
             if isinstance(node, ast.Unless) and child is node.right:
                 why[key] = (
-                    "it is on the right of UNLESS, which is evaluated on its own (it binds "
-                    "nothing the left side could read)"
+                    "it is on the right of UNLESS and relates its events to an enclosing "
+                    "pattern's: the right side's matches would then depend on each left "
+                    "match, and the engine runs the right side once, for all left matches "
+                    "(a monitor per UNLESS); not built. A condition on a left variable "
+                    "alone (a[v > 3]) runs (thesis Thm 5.3's lift); when the right side is "
+                    "one event, say it with NOT between the left's events and select the "
+                    "left's variables: SELECT a, b WHERE A AS a : NOT(C AS c FILTER "
+                    "c[v > a.v])* : B AS b for (A AS a ; B AS b) UNLESS (C AS c FILTER "
+                    "c[v > a.v])"
                 )
                 return
             siblings = [c for c in children(node) if c is not child]

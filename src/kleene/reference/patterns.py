@@ -28,7 +28,14 @@ from kleene.reference.semantics import (
     single_event,
     var_attrs,
 )
-from kleene.reference.valuations import Context, Valuation, join, merge_bindings
+from kleene.reference.valuations import (
+    Absent,
+    Context,
+    Deferred,
+    Valuation,
+    join,
+    merge_bindings,
+)
 
 
 def _is_of_type(
@@ -194,14 +201,20 @@ def _and(left: set[Valuation], right: set[Valuation], ctx: Context) -> set[Valua
     return out
 
 
-def _unless(left: set[Valuation], right: set[Valuation]) -> set[Valuation]:
+def _unless(
+    left: set[Valuation], right: set[Valuation], local: frozenset[str] = frozenset()
+) -> set[Valuation]:
     """``⟦φ1 UNLESS φ2⟧``: drop ``V1`` if some ``V2`` has ``V1.start <= V2.start <= V2.end <= V1.end``.
 
     ``earliest_end[k]`` is the smallest end of a ``V2`` starting at or after
-    ``starts[k]``, so the test is one lookup per ``V1``.
+    ``starts[k]``, so the test is one lookup per ``V1``.  A ``V2`` carrying deferred checks
+    (its FILTERs read variables φ2 does not bind, ``local`` being those it can) drops ``V1``
+    only if they hold on ``V1``'s valuation (the thesis: φ2 is read with ``ν``, its own
+    variables re-chosen): ``V1`` carries an :class:`Absent` check of those inside its span,
+    resolved where their variables are bound (at this UNLESS when φ1 binds them).
     """
-    if not right:
-        return set(left)
+    pending = [v2 for v2 in right if v2.deferred]
+    right = {v2 for v2 in right if not v2.deferred}
     ends_by_start: dict[int, int] = {}
     for v2 in right:
         ends_by_start[v2.start] = min(v2.end, ends_by_start.get(v2.start, v2.end))
@@ -216,18 +229,39 @@ def _unless(left: set[Valuation], right: set[Valuation]) -> set[Valuation]:
     for v1 in left:
         k = bisect_left(starts, v1.start)
         if k == len(starts) or earliest_end[k] > v1.end:
+            inside = frozenset(
+                v2 for v2 in pending if v1.start <= v2.start and v2.end <= v1.end
+            )
+            if inside:
+                v1 = v1._replace(deferred=v1.deferred | {(Absent(local, inside), None)})
             out.add(v1)
     return out
 
 
 def _not_event(pattern: ast.NotEvent, ctx: Context) -> set[Valuation]:
-    """``NOT(ψ)``: every event of the (sub)stream that is not a match of ψ on its own."""
+    """``NOT(ψ)``: every event of the (sub)stream that is not a match of ψ on its own.
+
+    When ψ's FILTERs read a variable bound around the NOT (issue 18), whether event ``i``
+    matches ψ depends on that variable's event: ``[i, i]`` then carries an :class:`Absent`
+    check of ψ's matches at ``i``, resolved where the variable is bound."""
     if not single_event(pattern.pattern):
         raise ValueError(
             "NOT(...) needs a single-event pattern (an event type, with AS, FILTER or OR)"
         )
-    hits = {v.start for v in evaluate_node(pattern.pattern, ctx) if v.start == v.end}
-    out = {Valuation(i, i, frozenset((i,)), frozenset()) for i in ctx.positions if i not in hits}
+    at: dict[int, list[Valuation]] = defaultdict(list)
+    for v in evaluate_node(pattern.pattern, ctx):
+        if v.start == v.end:
+            at[v.start].append(v)
+    local = binds(pattern.pattern)
+    out = set()
+    for i in ctx.positions:
+        found = at.get(i, [])
+        if any(not v.deferred for v in found):
+            continue  # ψ matches i whatever the enclosing valuation
+        deferred: Deferred = frozenset()
+        if found:
+            deferred = frozenset({(Absent(local, frozenset(found)), None)})
+        out.add(Valuation(i, i, frozenset((i,)), frozenset(), deferred))
     ctx.charge(len(out))
     return out
 
@@ -297,13 +331,37 @@ def _resolve(pattern: ast.Pattern, found: set[Valuation], ctx: Context) -> set[V
     here = binds(pattern)
     out = set()
     for v in found:
-        due = {d for d in v.deferred if _names(d[0]) <= here}
+        due = {d for d in v.deferred if _needs(d[0]) <= here}
         if not due:
             out.add(v)
             continue
-        if all(_deferred_holds(atom, own, v, ctx) for atom, own in due):
+        if all(_check(check, own, v, ctx) for check, own in due):
             out.add(v._replace(deferred=v.deferred - due))
     return out
+
+
+def _needs(check: ast.FilterAtom | Absent) -> frozenset[str]:
+    """The variables a deferred check needs bound."""
+    if isinstance(check, ast.FilterAtom):
+        return _names(check)
+    found: set[str] = set()
+    for c in check.candidates:
+        for inner, _ in c.deferred:
+            found |= _needs(inner)
+    return frozenset(found) - check.local
+
+
+def _check(
+    check: ast.FilterAtom | Absent, own: frozenset[int] | None, v: Valuation, ctx: Context
+) -> bool:
+    if isinstance(check, ast.FilterAtom):
+        return _deferred_holds(check, own, v, ctx)
+    outer = frozenset(b for b in v.bindings if b[0] not in check.local)
+    return not any(
+        all(_check(inner, mine, c._replace(bindings=outer | c.bindings), ctx)
+            for inner, mine in c.deferred)
+        for c in check.candidates
+    )
 
 
 def _deferred_holds(
@@ -448,7 +506,11 @@ def _at_node(pattern: ast.Pattern, ctx: Context, i: int) -> set[Valuation]:
     if isinstance(pattern, ast.All):
         return _all(evaluate_at(pattern.left, ctx, i), evaluate_at(pattern.right, ctx, i), ctx)
     if isinstance(pattern, ast.Unless):  # the thesis reads φ2 from i too, inside the span
-        return _unless(evaluate_at(pattern.left, ctx, i), evaluate_at(pattern.right, ctx, i))
+        return _unless(
+            evaluate_at(pattern.left, ctx, i),
+            evaluate_at(pattern.right, ctx, i),
+            binds(pattern.right),
+        )
     if isinstance(pattern, ast.NotEvent):
         return {v for v in _not_event(pattern, ctx) if v.start >= i}
     raise TypeError(f"not a pattern: {pattern!r}")
@@ -478,13 +540,13 @@ def names_outer(pattern: ast.Pattern) -> bool:
 def _eval_node(pattern: ast.Pattern, ctx: Context) -> set[Valuation]:
     if isinstance(pattern, ast.EventType):
         out = set()
-        binds = pattern.name != "_" and ctx.tracks(pattern.name)  # `_` binds nothing
+        binding = pattern.name != "_" and ctx.tracks(pattern.name)  # `_` binds nothing
         for i in ctx.positions:
             if _is_of_type(ctx.events[i], pattern, ctx.type_key, ctx.stream_key):
                 here = frozenset((i,))
                 out.add(
                     Valuation(
-                        i, i, here, frozenset({(pattern.name, here)}) if binds else frozenset()
+                        i, i, here, frozenset({(pattern.name, here)}) if binding else frozenset()
                     )
                 )
         ctx.charge(len(out))
@@ -522,7 +584,9 @@ def _eval_node(pattern: ast.Pattern, ctx: Context) -> set[Valuation]:
     if isinstance(pattern, ast.All):
         return _all(evaluate_node(pattern.left, ctx), evaluate_node(pattern.right, ctx), ctx)
     if isinstance(pattern, ast.Unless):
-        return _unless(evaluate_node(pattern.left, ctx), evaluate_node(pattern.right, ctx))
+        return _unless(
+            evaluate_node(pattern.left, ctx), evaluate_node(pattern.right, ctx), binds(pattern.right)
+        )
     if isinstance(pattern, ast.NotEvent):
         return _not_event(pattern, ctx)
     if isinstance(pattern, ast.Selector):

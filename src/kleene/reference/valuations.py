@@ -13,9 +13,10 @@ from kleene.language import ast
 
 ComplexEvent = tuple[int, int, tuple[int, ...]]
 Bindings = frozenset[tuple[str, frozenset[int]]]
-Deferred = frozenset[tuple[ast.FilterAtom, frozenset[int] | None]]
+Deferred = frozenset[tuple["ast.FilterAtom | Absent", frozenset[int] | None]]
 """Checks of FILTER atoms naming an enclosing pattern's variables: the atom, and the events of
-its variable it filters (None: the variable's events where the check is made)."""
+its variable it filters (None: the variable's events where the check is made); or an
+:class:`Absent` check (with None) of ``NOT(...)`` or UNLESS's right side reading them."""
 
 
 class OracleBudgetExceeded(RuntimeError):
@@ -48,6 +49,17 @@ class Valuation(NamedTuple):
 
     def as_dict(self) -> dict[str, frozenset[int]]:
         return dict(self.bindings)
+
+
+class Absent(NamedTuple):
+    """A deferred *negative* check: ``NOT(ψ)`` or the right side of UNLESS reads a variable
+    bound around it (issue 18), so whether ψ (the right side) matches depends on the valuation
+    of the pattern that binds it.  It holds iff no ``candidate`` (a valuation of ψ, of the
+    right side inside the left match's span) has all its own deferred checks holding when the
+    variables it does not bind (``local``: those ψ can bind) are read from that valuation."""
+
+    local: frozenset[str]
+    candidates: frozenset[Valuation]
 
 
 def merge_bindings(a: Bindings, b: Bindings) -> Bindings:

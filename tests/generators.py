@@ -1244,3 +1244,57 @@ def _planted_query(
     q, n = draw(_condition_query_and_size(where, max_size))
     evs, times, hit = draw(planted_streams(q, n))
     return (q, evs, times), hit
+
+
+# ------------------------- conditions inside NOT(...) and on UNLESS's right (issue 18, item 3)
+
+
+@st.composite
+def negated_outer_cases(draw: st.DrawFn, max_size: int = 20) -> tuple[ast.Query, list[Event], list[int]]:
+    """A condition inside ``NOT(...)`` reading a variable bound around it, or on UNLESS's right
+    side reading the left side's (kleene.language.negation):
+
+    * ``A AS a ; NOT(B AS c FILTER c[v > a.v]) ; C`` (the outer variable first), maybe with
+      another alternative in the NOT (``OR (C AS d FILTER d[w < 4])``, ``OR C``), under ``+``;
+    * ``A ; NOT(B AS c FILTER c[v > b.v]) ; C AS b`` (the variable bound after the NOT);
+    * ``A AS a ; NOT(B FILTER a[v > 4]) ; C`` (a unary atom on the outer variable: Thm 5.3's lift);
+    * ``(A AS a ; C) UNLESS (B FILTER a[v > 4])``, the right side maybe a sequence.
+    """
+
+    def event(var: str | None = None) -> ast.Pattern:
+        e: ast.Pattern = ast.EventType(draw(st.sampled_from(TYPES)))
+        return e if var is None else ast.As(e, var)
+
+    shape = draw(st.sampled_from(("before", "before", "after", "unary", "unless", "unless")))
+    outer = "b" if shape == "after" else "a"
+    if shape in ("unary", "unless"):
+        psi: ast.Pattern = ast.Filter(event(), ast.FilterAtom("a", draw(thresholds())))
+    else:
+        psi = ast.Filter(event("c"), ast.FilterAtom("c", draw(_selective("c", outer))))
+    if shape == "unless":
+        right = psi
+        if draw(st.booleans()):
+            right = ast.Seq(event(), psi) if draw(st.booleans()) else ast.Seq(psi, event())
+        left: ast.Pattern = ast.Seq(event("a"), event())
+        where: ast.Pattern = ast.Unless(left, right)
+        if draw(st.integers(0, 2)) == 0:
+            where = ast.Seq(where, event())
+    else:
+        if draw(st.integers(0, 2)) == 0:
+            other = draw(st.sampled_from(("plain", "filtered")))
+            extra = event() if other == "plain" else ast.Filter(
+                event("d"), ast.FilterAtom("d", draw(thresholds()))
+            )
+            psi = ast.Or(psi, extra)
+        neg: ast.Pattern = ast.NotEvent(psi)
+        if shape != "after" and draw(st.integers(0, 3)) == 0:
+            neg = ast.Iter(neg)
+        first = event("a") if shape != "after" else event()
+        last = event("b") if shape == "after" else event()
+        where = ast.Seq(ast.Seq(first, neg), last)
+    query, evs, times = draw(_condition_query(where, max_size))
+    items = query.select.items
+    if items:  # an event type selected would bind the NOT's event too: not rewritten (refused)
+        kept = tuple(i for i in items if i.var in ("a", "b"))
+        query = replace(query, select=replace(query.select, items=kept or None))
+    return replace(query, partition_by=()), evs, times

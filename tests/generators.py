@@ -1250,35 +1250,53 @@ def _planted_query(
 
 
 @st.composite
-def negated_outer_cases(draw: st.DrawFn, max_size: int = 20) -> tuple[ast.Query, list[Event], list[int]]:
-    """A condition inside ``NOT(...)`` reading a variable bound around it, or on UNLESS's right
-    side reading the left side's (kleene.language.negation):
+def negated_outer_cases(
+    draw: st.DrawFn, kind: str = "not", max_size: int = 20
+) -> tuple[ast.Query, list[Event], list[int]]:
+    """A condition inside ``NOT(...)`` (``kind`` "not") reading a variable bound around it, or on
+    UNLESS's right side reading the left side's (``kind`` "unless"); kleene.language.negation,
+    kleene.language.scopes:
 
     * ``A AS a ; NOT(B AS c FILTER c[v > a.v]) ; C`` (the outer variable first), maybe with
       another alternative in the NOT (``OR (C AS d FILTER d[w < 4])``, ``OR C``), under ``+``;
     * ``A ; NOT(B AS c FILTER c[v > b.v]) ; C AS b`` (the variable bound after the NOT);
     * ``A AS a ; NOT(B FILTER a[v > 4]) ; C`` (a unary atom on the outer variable: Thm 5.3's lift);
-    * ``(A AS a ; C) UNLESS (B FILTER a[v > 4])``, the right side maybe a sequence.
+    * ``(A AS a ; C) UNLESS (B AS c FILTER c[v > a.v])`` (a seeded monitor), the right side
+      maybe a sequence (the condition on its later event, maybe with one between its own
+      events), or ``(A AS a ; C) UNLESS (B FILTER a[v > 4])`` (lifted); the UNLESS maybe
+      sequenced with more.
     """
 
     def event(var: str | None = None) -> ast.Pattern:
         e: ast.Pattern = ast.EventType(draw(st.sampled_from(TYPES)))
         return e if var is None else ast.As(e, var)
 
-    shape = draw(st.sampled_from(("before", "before", "after", "unary", "unless", "unless")))
+    if kind == "unless":
+        shape = draw(st.sampled_from(("nary", "nary", "nary", "unary")))
+    else:
+        shape = draw(st.sampled_from(("before", "before", "after", "unary")))
     outer = "b" if shape == "after" else "a"
-    if shape in ("unary", "unless"):
+    if shape == "unary":
         psi: ast.Pattern = ast.Filter(event(), ast.FilterAtom("a", draw(thresholds())))
     else:
         psi = ast.Filter(event("c"), ast.FilterAtom("c", draw(_selective("c", outer))))
-    if shape == "unless":
+    if kind == "unless":
         right = psi
         if draw(st.booleans()):
-            right = ast.Seq(event(), psi) if draw(st.booleans()) else ast.Seq(psi, event())
+            if shape == "nary" and draw(st.booleans()):  # c after d, compared with both
+                cond = ast.PAnd(draw(_selective("c", "a")), draw(_selective("c", "d")))
+                right = ast.Filter(ast.Seq(event("d"), event("c")), ast.FilterAtom("c", cond))
+            else:
+                right = ast.Seq(event(), psi) if draw(st.booleans()) else ast.Seq(psi, event())
         left: ast.Pattern = ast.Seq(event("a"), event())
+        if draw(st.integers(0, 3)) == 0:
+            left = ast.Seq(left, event())
         where: ast.Pattern = ast.Unless(left, right)
-        if draw(st.integers(0, 2)) == 0:
+        place = draw(st.integers(0, 3))
+        if place == 1:
             where = ast.Seq(where, event())
+        elif place == 2:
+            where = ast.Seq(event(), where)
     else:
         if draw(st.integers(0, 2)) == 0:
             other = draw(st.sampled_from(("plain", "filtered")))
@@ -1293,8 +1311,35 @@ def negated_outer_cases(draw: st.DrawFn, max_size: int = 20) -> tuple[ast.Query,
         last = event("b") if shape == "after" else event()
         where = ast.Seq(ast.Seq(first, neg), last)
     query, evs, times = draw(_condition_query(where, max_size))
+    evs = [dict(e) for e in evs]
+    plan = _negated_plan(where)
+    for _ in range(draw(st.integers(1, 3))):  # the pattern, with the negated event inside
+        if len(evs) < len(plan):
+            break
+        at = draw(st.integers(0, len(evs) - len(plan)))
+        for k, name in enumerate(plan):
+            evs[at + k].update(type=name, v=draw(st.integers(0, 9)), w=draw(st.integers(0, 9)))
     items = query.select.items
     if items:  # an event type selected would bind the NOT's event too: not rewritten (refused)
         kept = tuple(i for i in items if i.var in ("a", "b"))
         query = replace(query, select=replace(query.select, items=kept or None))
-    return replace(query, partition_by=()), evs, times
+    if kind == "not" or draw(st.integers(0, 2)):  # a seeded monitor per partition, sometimes
+        query = replace(query, partition_by=())
+    return query, evs, times
+
+
+def _negated_plan(p: ast.Pattern) -> list[str]:
+    """Event types of a match of ``p`` in order, with the event a NOT excludes (a candidate its
+    condition decides) and the right side of UNLESS inside the left's span."""
+    if isinstance(p, ast.EventType):
+        return [p.name]
+    if isinstance(p, ast.As | ast.Filter | ast.Iter | ast.NotEvent):
+        return _negated_plan(p.pattern)
+    if isinstance(p, ast.Or):
+        return _negated_plan(p.left)
+    if isinstance(p, ast.Unless):
+        left = _negated_plan(p.left)
+        return left[:1] + _negated_plan(p.right) + left[1:]
+    if isinstance(p, ast.Seq):
+        return _negated_plan(p.left) + _negated_plan(p.right)
+    raise TypeError(f"unexpected pattern {p!r}")

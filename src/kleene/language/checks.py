@@ -91,6 +91,8 @@ class _Checker:
         """id(atom) -> why an atom naming an outer variable stays where it is written."""
         self.shown: dict[str, str] = {}
         """A variable the checker made up (kleene.language.scopes) -> how messages name it."""
+        self.monitored: dict[int, frozenset[str]] = {}
+        """id(atom) on UNLESS's right -> the left side's variables it reads (kleene.language.scopes)."""
 
     def error(self, message: str, span: Span) -> QueryError:
         return QueryError(message, span.line, span.column, self.source)
@@ -103,6 +105,7 @@ class _Checker:
         # Atoms naming an enclosing pattern's variables are checked where they are evaluated.
         lifted = lift_outer_conditions(q.where)
         where, self.unlifted, self.shown = lifted.pattern, lifted.stays, lifted.shown
+        self.monitored = lifted.monitored
         self.pattern(where)
         bound = variable_event_types(q.where)
         self.select(q.select, bound)
@@ -240,6 +243,8 @@ class _Checker:
             span = ref.span if ref.span != NO_SPAN else cond.span
             if ref.var not in self.everywhere:
                 raise self.error(f"unknown variable {ref.var!r}{_known(self.everywhere)}", span)
+            if ref.var in self.monitored.get(id(cond), ()) and not ref.prev:
+                continue  # read from the UNLESS's left match (its monitor is seeded with it)
             why = problem(filtered, cond, ref)
             if why is not None:
                 if ref.var not in bound and outer:
@@ -247,7 +252,8 @@ class _Checker:
                 for made, name in self.shown.items():
                     why = why.replace(repr(made), repr(name)).replace(f"{made}[", f"{name}[")
                 raise self.error(why, span)
-        self.scope = bound
+        seeded = self.monitored.get(id(cond), frozenset())
+        self.scope = {**bound, **{v: self.everywhere[v] for v in seeded}} if seeded else bound
         self.pred(cond.pred, cond.var, bound[cond.var])
 
     # ---------------------------------------------------------- predicates

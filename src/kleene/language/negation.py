@@ -42,7 +42,7 @@ from kleene.language import ast
 from kleene.language.conditions import atoms, binding_count, var_attrs
 from kleene.language.variables import WILDCARD, bound_variables, children
 
-__all__ = ["rewrite_negations"]
+__all__ = ["outer_names", "rewrite_negations"]
 
 _FALSE = ast.EventType("\x00nothing")
 """A pattern that matches nothing (only while rewriting; simplified away)."""
@@ -205,16 +205,21 @@ def _used_names(query: ast.Query, where: ast.Pattern) -> frozenset[str]:
 
 def _outer_reads(p: ast.Pattern) -> bool:
     """Does a FILTER inside ``p`` name a variable ``p`` does not bind?"""
+    return bool(outer_names(p))
+
+
+def outer_names(p: ast.Pattern) -> frozenset[str]:
+    """The variables FILTERs inside ``p`` name (``prev`` aside) that ``p`` does not bind."""
     local = bound_variables(p)
+    found: set[str] = set()
     todo = [p]
     while todo:
         node = todo.pop()
-        if isinstance(node, ast.Filter) and any(
-            not _names(a) <= local for a in atoms(node.condition)
-        ):
-            return True
+        if isinstance(node, ast.Filter):
+            for a in atoms(node.condition):
+                found |= _names(a) - local
         todo.extend(children(node))
-    return False
+    return frozenset(found)
 
 
 def _alternatives(p: ast.Pattern, local: frozenset[str]) -> list[_Alt] | None:

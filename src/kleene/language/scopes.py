@@ -44,9 +44,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from kleene.language import ast
-from kleene.language.conditions import atoms, on_later_variables, var_attrs, without_self_references
+from kleene.language.conditions import (
+    atoms,
+    binding_count,
+    on_later_variables,
+    var_attrs,
+    without_self_references,
+)
 from kleene.language.printer import pattern_to_ceql
-from kleene.language.variables import bound_variables, children
+from kleene.language.variables import bound_variables, children, nullable, single_event
 
 __all__ = ["Lifted", "evaluated_form", "lift_outer_conditions"]
 
@@ -60,6 +66,10 @@ class Lifted:
     """``id(atom)`` of an atom naming an outer variable that stays where written -> why."""
     shown: dict[str, str]
     """A fresh variable -> how messages name it (the variable it stands for)."""
+    monitored: dict[int, frozenset[str]] = dataclasses.field(default_factory=dict)
+    """``id(atom)`` of an atom on UNLESS's right side reading the left side's variables ->
+    those variables: it stays where written, and the engine seeds the UNLESS's monitor with
+    them (kleene.registers.runtime)."""
 
 
 @dataclasses.dataclass
@@ -141,6 +151,7 @@ def lift_outer_conditions(p: ast.Pattern) -> Lifted:
     moved: dict[int, _Lift] = {}  # id(atom as written) -> its lift
     why: dict[int, str] = {}
     shown: dict[str, str] = {}
+    monitored: dict[int, frozenset[str]] = {}
 
     def fresh() -> str:
         while True:
@@ -170,11 +181,13 @@ def lift_outer_conditions(p: ast.Pattern) -> Lifted:
                 )
                 return
             if isinstance(node, ast.Unless) and child is node.right:
-                why[key] = (
-                    "it is on the right of UNLESS and relates its events to an enclosing "
-                    "pattern's: the right side's matches would then depend on each left "
-                    "match, and the engine runs the right side once, for all left matches "
-                    "(a monitor per UNLESS); not built. A condition on a left variable "
+                outer = needs - bound_variables(node.right)
+                problem = _unmonitored(atom, where, node, outer, path)
+                if problem is None:  # the monitor runs per left start (issue 18)
+                    monitored[key] = outer
+                    return
+                why[key] = problem + ". " + (
+                    "A condition on a left variable "
                     "alone (a[v > 3]) runs (thesis Thm 5.3's lift); when the right side is "
                     "one event, say it with NOT between the left's events and select the "
                     "left's variables: SELECT a, b WHERE A AS a : NOT(C AS c FILTER "
@@ -230,7 +243,7 @@ def lift_outer_conditions(p: ast.Pattern) -> Lifted:
 
     find(p, [])
     if not moved:
-        return Lifted(p, why, shown)
+        return Lifted(p, why, shown, monitored)
 
     def rebuild(node: ast.Pattern) -> ast.Pattern:
         out: ast.Pattern
@@ -252,7 +265,72 @@ def lift_outer_conditions(p: ast.Pattern) -> Lifted:
             out = ast.Filter(out, atom, atom.span)
         return out
 
-    return Lifted(rebuild(p), why, shown)
+    return Lifted(rebuild(p), why, shown, monitored)
+
+
+def _unmonitored(
+    atom: ast.FilterAtom,
+    where: ast.Filter,
+    unless: ast.Unless,
+    outer: frozenset[str],
+    path: list[ast.Pattern],
+) -> str | None:
+    """Why ``atom``, on the right side of ``unless`` and reading its left side's ``outer``
+    variables, cannot run on a monitor seeded per left start; None if it can."""
+    shown = ", ".join(map(repr, sorted(outer)))
+    if atom.var in outer:
+        return (
+            f"it is on the right of UNLESS and written on the left side's {atom.var!r}: write "
+            "it on the right side's own variable (c[a.v < v] for a[v > c.v])"
+        )
+    if not outer <= bound_variables(unless.left):
+        return f"it is on the right of UNLESS and reads {shown}, bound outside the UNLESS"
+    if not (_needs(atom) - outer) <= bound_variables(where.pattern):
+        return (
+            "it is on the right of UNLESS and reads both the left side's variables and "
+            "variables of the right side outside its own FILTER; put those in the FILTER's "
+            "pattern"
+        )
+    stack = [unless.right]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Unless):
+            return (
+                "it is on the right of an UNLESS whose right side holds another UNLESS (the "
+                "inner one would be checked per left start too: not built)"
+            )
+        stack.extend(children(node))
+    above = path[: path.index(unless)] if unless in path else []
+    for node, inner in zip(above, [*above[1:], unless], strict=False):
+        if isinstance(node, ast.NotEvent) or (isinstance(node, ast.Unless) and inner is node.right):
+            return "it is on the right of an UNLESS that is itself inside NOT(...) or UNLESS's right"
+    for v in sorted(outer):
+        if binding_count(unless.left, v) != 1 or not _first_event(unless.left, v):
+            return (
+                f"it is on the right of UNLESS and reads {v!r}, which is not the first event of "
+                "every left match: the right side's runs that start before it would have to "
+                "keep their events until it comes (not in bounded memory per run)"
+            )
+    return None
+
+
+def _first_event(p: ast.Pattern, var: str) -> bool:
+    """Is ``var`` bound to the first event of every match of ``p``?"""
+    if isinstance(p, ast.EventType):
+        return p.name == var
+    if isinstance(p, ast.As):
+        return (p.var == var and single_event(p.pattern)) or _first_event(p.pattern, var)
+    if isinstance(p, ast.Filter | ast.Selector):
+        return _first_event(p.pattern, var)
+    if isinstance(p, ast.Unless):
+        return _first_event(p.left, var)
+    if isinstance(p, ast.Seq):
+        return not nullable(p.left) and _first_event(p.left, var)
+    if isinstance(p, ast.Or):
+        return _first_event(p.left, var) and _first_event(p.right, var)
+    if isinstance(p, ast.And):  # the same events on both sides
+        return _first_event(p.left, var) or _first_event(p.right, var)
+    return False
 
 
 def _without(cond: ast.FilterExpr, moved: dict[int, _Lift]) -> ast.FilterExpr | None:

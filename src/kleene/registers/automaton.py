@@ -68,6 +68,7 @@ from kleene.language.conditions import (
     swap_target,
     var_attrs,
 )
+from kleene.language.negation import outer_names
 from kleene.language.variables import WILDCARD, nullable
 from kleene.limits import Limits
 from kleene.predicates.nodes import structural_key
@@ -150,6 +151,11 @@ class SRT:
     monitors: tuple[SRT, ...] = ()
     """The SRTs of the right sides of UNLESS (monitor ``k`` is the ``k``-th), run on their own
     next to the query's runs; their transitions' ``checks`` refer to this list too."""
+    seeded: tuple[tuple[int, ...], ...] = ()
+    """Per monitor: the registers of the left side's variables its conditions read (issue 18),
+    each bound to the left match's first event; empty for a monitor on its own.  A seeded
+    monitor runs once per left start, its runs starting with those registers holding the
+    start's event (:class:`kleene.registers.runtime.RegisterEngine`)."""
 
     @property
     def relevant_masks(self) -> tuple[int, ...]:
@@ -260,6 +266,8 @@ class _Builder:
         self.monitors: list[_Frag] = []
         """The right sides of UNLESS, built into the same ε-NFA (unreachable from the query's
         start) and ε-eliminated on their own."""
+        self.seeded: dict[int, tuple[int, ...]] = {}
+        """Monitor -> the registers of the left side's variables its conditions read."""
         # Guards are compiled once the register numbering is final.
         self.pending: list[tuple[_Cons, ast.Pred, str, dict[tuple[str, bool], int], int | None]] = []
 
@@ -553,6 +561,10 @@ class _Builder:
         a = self.build(p.left)
         self.monitors.append(self.build(p.right))
         k = len(self.monitors) - 1
+        # Left variables the right side reads (the checker made sure each is the left match's
+        # first event): the monitor's runs start with them (issue 18, kleene.registers.runtime).
+        names = [v + self.scope for v in sorted(outer_names(p.right))]
+        self.seeded[k] = tuple(self.var_register[n] for n in names if n in self.var_register)
         r = self.register(f"start of UNLESS #{k + 1}")
         s, f = self.state(), self.state()
         self.edge(s, a.start, frozenset({~r}))
@@ -606,7 +618,8 @@ class _Builder:
         if not self.monitors:
             return srt
         monitors = tuple(self.eliminate(m) for m in self.monitors)
-        return dataclasses.replace(srt, monitors=monitors)
+        seeded = tuple(self.seeded.get(k, ()) for k in range(len(monitors)))
+        return dataclasses.replace(srt, monitors=monitors, seeded=seeded)
 
     def eliminate(self, frag: _Frag) -> SRT:
         """Per-state ε-elimination, over reachable states, renumbered from 0."""

@@ -48,6 +48,15 @@ index, the runs tried per event are the moving runs (at non-stationary states)
 plus the waiting runs the event's transitions select: ``O(log R)`` per look-up
 plus the runs that then fire, i.e. the new partial and complex events
 (``touched`` and ``probed`` count them; tests/registers/test_index.py).
+
+**UNLESS whose right side reads the left side's variables** (issue 18,
+``(A AS a ; B) UNLESS (C AS c FILTER c[v > a.v])``): its monitor is *seeded*: it runs once
+per left start ``s`` still held by some run (partition key ``(key, s)``), its runs starting
+with the left variables' registers holding the event at ``s`` (the checker made sure they are
+bound there); the left run's check asks whether the runs of its own start ended a match.
+Cost: the monitor's runs times the left starts alive, memory per left run.
+
+Size: the run loop, its monitors and their bookkeeping share the per-event step.
 """
 
 from __future__ import annotations
@@ -162,7 +171,6 @@ class RegisterEngine:
                 consume="NONE", limit=None, strategy="ALL", type_column=type_column,
                 limits=self.limits,
             )
-            monitor.latest = self.latest  # stepped with _step, event by event
             self.monitors.append(monitor)
         self.runs: dict[Hashable, dict[Run, None]] = {}
         """Per partition: the runs stepped one by one (all of them unless ``indexed``)."""
@@ -194,6 +202,23 @@ class RegisterEngine:
             strategy=strategy, type_column=type_column,
         )
         """The vectorized pair join (kleene.registers.pairs), when the query allows it."""
+        self.seeded = srt.seeded or ((),) * len(srt.monitors)
+        """Per monitor: the registers seeded with the left match's first event (issue 18: its
+        right side reads the left's variables), empty for a monitor on its own."""
+        self.contexts: list[dict[Hashable, set[int]]] = [{} for _ in srt.monitors]
+        """Per seeded monitor and partition: the left starts it runs for (one run set each)."""
+        self.done: list[set[tuple[Hashable, int]]] = [set() for _ in srt.monitors]
+        """Per seeded monitor: ``(partition, left start)`` whose runs ended a match."""
+        self.start_register = {k: r for ts in srt.labelled for t in ts for r, k in t.checks}
+        """Per monitor: the register holding the start of its UNLESS's left match."""
+        self.seeds: dict[Hashable, tuple[Any, ...]] | None = None
+        """Of a seeded monitor: the registers its runs start with, per (partition, left start)."""
+        for k, monitor in enumerate(self.monitors):
+            monitor.latest, monitor.done = self.latest, self.done  # stepped with _step
+            if self.seeded[k]:  # runs per left start: stepped one by one, none parked
+                monitor.seeds = {}
+                monitor.indexed = False
+                monitor.park = [False] * monitor.srt.num_states
 
     def relevant(self, bits: np.ndarray) -> np.ndarray:
         """Which events some labelled transition accepts (vectorized)."""
@@ -252,15 +277,64 @@ class RegisterEngine:
             self.tau = tau
             self.steps += 1
             for k, monitor in enumerate(self.monitors):  # inner UNLESS first (lower k)
+                if self.seeded[k]:
+                    self._step_seeded(k, key, positions[i], time, bit_list[i], columns, i, tau)
+                    continue
                 ended = monitor._step(key, positions[i], time, bit_list[i], columns, i, tau)
                 if ended:
                     latest = self.latest[k]
                     latest[key] = max(latest.get(key, -1), max(s for s, _ in ended))
             found = self._step(key, positions[i], time, bit_list[i], columns, i, tau)
+            for k in self.start_register:
+                if self.seeded[k]:
+                    self._prune_seeded(k, key)
             if found:
                 self._emit(found, positions[i], key, out)
             if self.steps >= self._sweep_at:
                 self._evict_expired(tau)
+
+    def _step_seeded(
+        self, k: int, key: Hashable, pos: int, time: Any, bits: int,
+        columns: Sequence[Sequence[Any]], row: int, tau: Any,
+    ) -> None:
+        """Step seeded monitor ``k`` for every left start of ``key`` still in use, and for this
+        event as a new one (its runs read the left variables as this event)."""
+        monitor = self.monitors[k]
+        assert monitor.seeds is not None
+        starts = self.contexts[k].setdefault(key, set())
+        seed = list(self._empty)
+        event = tuple(col[row] for col in columns)
+        for r in self.seeded[k]:
+            seed[r] = event
+        monitor.seeds[(key, pos)] = tuple(seed)
+        starts.add(pos)
+        done = self.done[k]
+        for s in starts:
+            if (key, s) not in done and monitor._step((key, s), pos, time, bits, columns, row, tau):
+                done.add((key, s))
+                monitor._drop((key, s))  # decided: no need to follow its runs further
+
+    def _prune_seeded(self, k: int, key: Hashable) -> None:
+        """Forget the left starts of seeded monitor ``k`` that no run of ``key`` holds any more
+        (memory per left run, not per event)."""
+        starts = self.contexts[k].get(key)
+        if not starts:
+            return
+        r = self.start_register[k]
+        held = {run[1][r] for run in self.runs.get(key, ())}
+        monitor = self.monitors[k]
+        for s in [s for s in starts if s not in held]:
+            starts.discard(s)
+            self.done[k].discard((key, s))
+            monitor._drop((key, s))
+            assert monitor.seeds is not None
+            monitor.seeds.pop((key, s), None)
+        if not starts:
+            del self.contexts[k][key]
+
+    def _drop(self, key: Hashable) -> None:
+        """Drop the runs of ``key`` (a seeded monitor's decided or forgotten left start)."""
+        self.live -= len(self.runs.pop(key, {}))
 
     def _evict_expired(self, tau: Any) -> None:
         """Drop the runs that left the window in partitions no recent event visited.
@@ -282,6 +356,10 @@ class RegisterEngine:
                 live += len(kept)
             else:
                 del self.runs[key]
+        for k in self.start_register:
+            if self.seeded[k]:
+                for key in list(self.contexts[k]):
+                    self._prune_seeded(k, key)
         self.live = live
         self._look_at = min(self.limits.max_runs, live + CHECK_EVERY)
         self._sweep_at = self.steps + max(SWEEP_STEPS, live)
@@ -301,7 +379,7 @@ class RegisterEngine:
         dead = srt.dead
         park = self.park
         strict = self.strict
-        latest = self.latest
+        latest, done = self.latest, self.done
         old = self.runs.get(key)
         new: dict[Run, None] = {}
         found: list[tuple[int, tuple[int, ...]]] = []
@@ -323,7 +401,7 @@ class RegisterEngine:
                     if not g(event, regs):
                         return
             for r, k in t.checks:  # UNLESS: no match of its right side inside [start, now]
-                if latest[k].get(key, -1) >= regs[r]:
+                if latest[k].get(key, -1) >= regs[r] or (key, regs[r]) in done[k]:
                     return
             if t.guards or t.writes:
                 if t.writes:
@@ -359,9 +437,10 @@ class RegisterEngine:
                 for t in labelled[state]:
                     if bits & t.mask == t.mask and not bits & t.neg:
                         fire(t, regs, start, stime, marked)
+        seed = self._empty if self.seeds is None else self.seeds[key]
         for t in labelled[srt.initial]:
             if bits & t.mask == t.mask and not bits & t.neg:
-                fire(t, self._empty, pos, time, ())
+                fire(t, seed, pos, time, ())
         if parked:
             self._park(key, parked)  # counted in self.live
         self.live += len(new) - (len(old) if old else 0)

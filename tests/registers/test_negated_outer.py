@@ -120,6 +120,7 @@ def test_seeded_monitors_are_per_left_run() -> None:
         "WITHIN 5 EVENTS"
     )
     q = kleene.compile(text)
+    assert "UNLESS #1: its right side reads a (the left match's first event)" in q.explain()
     seen = 0
     for i in range(0, len(rows), 100):
         q.push_batch(pa.RecordBatch.from_pylist(rows[i : i + 100]))

@@ -32,8 +32,11 @@ between events the lifted atoms become run on the register engine.  An atom is
 left in place (and the checker's error says why) when it sits under an OR of
 conditions, reads ``prev(...)``, is inside a ``NOT(...)`` that
 :mod:`kleene.language.negation` did not rewrite or on the right of ``UNLESS``
-relating its events to the left side's, or when no enclosing pattern binds its
-variables.
+relating its events to the left side's where no seeded monitor applies, or when no
+enclosing pattern binds its variables.  An atom on UNLESS's right side reading left variables
+that are each the left match's first event stays where written too, recorded in
+:attr:`Lifted.monitored`: the engine runs that right side once per left start, seeded with them
+(:mod:`kleene.registers.runtime`).
 """
 
 from __future__ import annotations

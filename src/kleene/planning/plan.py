@@ -191,6 +191,13 @@ class Plan:
                 )
             )
             lines.append("runtime: " + RUNTIME_EXPLAINED[self.register_runtime or "runs"])
+            for k, seeded in enumerate(srt.seeded):
+                if seeded:  # issue 18: the right side reads the left side's variables
+                    names = ", ".join(srt.register_names[r] for r in seeded)
+                    lines.append(
+                        f"UNLESS #{k + 1}: its right side reads {names} (the left match's first "
+                        "event): run once per left start still held by a run (seeded monitor)"
+                    )
             if self.register_runtime != "pairs":
                 from kleene.registers.index import describe
 

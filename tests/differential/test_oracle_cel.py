@@ -256,12 +256,14 @@ def test_unless_in_partition_substream() -> None:
     assert evaluate(q(pattern, partition=(("k",),)), stream) == {m(0, 2)}
 
 
-def test_unless_right_side_sees_nothing_of_the_left() -> None:
-    # CORE valuations: a filter in the negated pattern on a variable only the
-    # left side binds is vacuous (the thesis would share ν here; documented).
+def test_unless_right_side_reads_the_left() -> None:
+    # The thesis shares ν (issue 18): a filter in the negated pattern on a variable only the
+    # left side binds reads the left match's event (docs/cel-semantics.md).
     left = seq(as_(et("A"), "x"), et("C"))
     right = filt(et("B"), atom("x", cmp("v", ">", 100)))
     stream = [ev("A", v=1), ev("B", v=1), ev("C", v=1)]
+    assert evaluate(q(ast.Unless(left, right)), stream) == {m(0, 2)}
+    stream[0] = ev("A", v=200)
     assert evaluate(q(ast.Unless(left, right)), stream) == set()
 
 

@@ -180,6 +180,11 @@ REFUSED = [
         "a.v",
         "it is inside NOT(...), which kleene rewrites into the events that fail",
     ),
+    (  # across the sides of ALL, messages name the NOT's event, not the rewrite's variable
+        "SELECT * FROM S WHERE (A AS a ; B) ALL (C ; NOT(C AS c FILTER c[v > a.v]))",
+        "a.v",
+        "variables 'a' and 'the event of NOT(...)' are bound on different sides of ALL",
+    ),
     (
         "SELECT * FROM S WHERE (A AS a)+ ; NOT(C AS c FILTER c[v > a.v]) ; B",
         "a.v",

@@ -91,6 +91,8 @@ class _Checker:
         """id(atom) -> why an atom naming an outer variable stays where it is written."""
         self.shown: dict[str, str] = {}
         """A variable the checker made up (kleene.language.scopes) -> how messages name it."""
+        self.written: frozenset[str] = frozenset()
+        """The variables of the query as written (the others were made up by rewrites)."""
         self.monitored: dict[int, frozenset[str]] = {}
         """id(atom) on UNLESS's right -> the left side's variables it reads (kleene.language.scopes)."""
 
@@ -105,6 +107,9 @@ class _Checker:
         # Atoms naming an enclosing pattern's variables are checked where they are evaluated.
         lifted = lift_outer_conditions(q.where)
         where, self.unlifted, self.shown = lifted.pattern, lifted.stays, lifted.shown
+        for made in bound_variables(q.where) - self.written:  # NOT rewritten (negation.py)
+            if made.startswith("not"):
+                self.shown.setdefault(made, "the event of NOT(...)")
         self.monitored = lifted.monitored
         self.pattern(where)
         bound = variable_event_types(q.where)
@@ -474,4 +479,6 @@ def check(query: ast.Query, source: str, schema: Schema | None) -> None:
     """
     # Checked, and then planned, in engine form: nested selectors (selectors.py), and a
     # FILTER's OR naming an enclosing variable unfolded (normal_form.py).
-    _Checker(source, schema).query(unfold_outer_ors(desugar_selectors(query, source)))
+    checker = _Checker(source, schema)
+    checker.written = bound_variables(query.where)
+    checker.query(unfold_outer_ors(desugar_selectors(query, source)))

@@ -28,7 +28,9 @@ they already run, applied before the other normal-form steps
   elsewhere, nor for stream-qualified types or ``prev(...)`` (those stay refused).
 
 The right side of UNLESS with a condition *between* its events and the left side's is not
-rewritten: its matches would depend on each left match (the checker says so).
+rewritten: its matches depend on each left match, so the register engine runs it once per left
+start (a seeded monitor, :mod:`kleene.registers.runtime`; :mod:`kleene.language.scopes` checks
+when that applies).
 """
 
 from __future__ import annotations

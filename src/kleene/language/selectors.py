@@ -296,37 +296,93 @@ def anchored_selectors(p: ast.Pattern) -> list[ast.Selector]:
     return []
 
 
-def register_refusal(p: ast.Pattern, reason: str) -> tuple[ast.Selector, str]:
+def register_refusal(p: ast.Pattern, reason: str) -> tuple[ast.Selector, str] | None:
     """Where and why a NEXT/LAST/MAX inside ``p`` (desugared) cannot run on the register
-    engine, which ``reason`` (a condition between events) chose.
+    engine, which ``reason`` (a condition between events) chose; None: every one can.
 
-    Two cases.  A condition between events *inside* the selector, or reading a variable bound
-    inside it: which runs of its pattern survive depends on the values their conditions read,
-    so the selector's classes of competing runs (sets of states, kleene.automata.selection)
-    would have to hold register values, which no finite product does.  Conditions only
-    outside it: the product is finite and could ride in the register automaton's states,
-    but that construction is not built.
+    A condition between events *inside* a selector, or reading a variable bound inside it:
+    which runs of its pattern survive depends on the values their conditions read, so the
+    selector's classes of competing runs (sets of states, kleene.automata.selection) would have
+    to hold register values, which no finite product does.  Conditions only outside it: the
+    product is finite and rides in the register automaton's states (kleene.registers.selectors),
+    entered right after the left side of ``;`` or ``:``; the other positions the tECS engine
+    takes (the start of the pattern, of an iteration, of one side of OR only, of a side of AND
+    or UNLESS) are refused with the reason.
     """
-    sel = first_selector(p)
-    if not isinstance(sel, ast.Selector):
+    everyone = _selectors(p)
+    if not everyone:
         raise ValueError("register_refusal: no selector in the pattern")
-    inside = bound_variables(sel.pattern)
-    own = {id(atom) for _, atom in nary_filters(sel.pattern)}
-    for _, atom in nary_filters(p):
-        names = {atom.var} | {v.var for v in var_attrs(atom.pred)}
-        if id(atom) in own or names & inside:
-            return sel, (
-                f"{sel.strategy}(...) with a condition between events on its events is not "
-                "supported: its choice compares runs of its pattern that the condition keeps "
-                "or drops by the values it reads, which no finite product of states tracks "
-                "(the register engine's runs differ in data, not only in states); write the "
-                f"condition outside the selector on events it does not choose, or choose on "
-                f"the whole pattern (SELECT {sel.strategy} *), which the register engine runs"
-            )
+    for sel in everyone:
+        inside = bound_variables(sel.pattern)
+        own = {id(atom) for _, atom in nary_filters(sel.pattern)}
+        for _, atom in nary_filters(p):
+            names = {atom.var} | {v.var for v in var_attrs(atom.pred)}
+            if id(atom) in own or names & inside:
+                return sel, (
+                    f"{sel.strategy}(...) with a condition between events on its events is not "
+                    "supported: its choice compares runs of its pattern that the condition keeps "
+                    "or drops by the values it reads, which no finite product of states tracks "
+                    "(the register engine's runs differ in data, not only in states); write the "
+                    f"condition outside the selector on events it does not choose, or choose on "
+                    f"the whole pattern (SELECT {sel.strategy} *), which the register engine runs"
+                )
+    found = _misplaced(p, entered=False, product=None)
+    if found is None:
+        return None
+    sel, where = found
     return sel, (
-        f"{sel.strategy}(...) inside the pattern is evaluated by the tECS engine only, and this "
-        f"query has conditions between events ({reason}); they do not read the selector's "
-        "events, so the construction is possible (the selector's product has unary conditions "
-        "only) but not built in the register engine: choose on the whole pattern "
-        f"(SELECT {sel.strategy} *) if that is what is meant"
+        f"{sel.strategy}(...) {where} is evaluated by the tECS engine only, and this query has "
+        f"conditions between events ({reason}); the register engine carries a selector's "
+        "product in its states only right after the left side of ';' or ':' (under AS, FILTER, "
+        f"or both sides of an OR): write something before it, 'H ; {sel.strategy}(T+) ; H', or "
+        f"choose on the whole pattern (SELECT {sel.strategy} *) if that is what is meant"
     )
+
+
+def _selectors(p: ast.Pattern) -> list[ast.Selector]:
+    """The outermost NEXT/LAST/MAX of ``p`` (those inside them are their product's business)."""
+    if isinstance(p, ast.Selector):
+        return [p]
+    return [s for child in _children(p) for s in _selectors(child)]
+
+
+def _children(p: ast.Pattern) -> list[ast.Pattern]:
+    return [
+        child
+        for name in ("left", "right", "pattern")
+        if isinstance(child := getattr(p, name, None), ast.Pattern)
+    ]
+
+
+def _misplaced(
+    p: ast.Pattern, entered: bool, product: str | None
+) -> tuple[ast.Selector, str] | None:
+    """The first selector of ``p`` the register builder cannot enter, and where it is.
+
+    ``entered``: ``p`` starts right after the left side of a ``;`` or ``:`` (which cannot
+    match nothing); ``product``: ``p`` is inside a side of AND, ALL or UNLESS (named), whose
+    product construction takes no selector's transitions.
+    """
+    if isinstance(p, ast.Selector):
+        if product is not None:
+            return p, f"inside {product}"
+        if not entered:
+            return p, "at the start of the pattern, of an iteration or of a repetition"
+        return None
+    if isinstance(p, ast.As | ast.Filter):
+        return _misplaced(p.pattern, entered, product)
+    if isinstance(p, ast.Iter | ast.Star | ast.Repeat):
+        return _misplaced(p.pattern, False, product)
+    if isinstance(p, ast.Seq):
+        return _misplaced(p.left, entered, product) or _misplaced(
+            p.right, not nullable(p.left), product
+        )
+    if isinstance(p, ast.Or):
+        left, right = anchored_selectors(p.left), anchored_selectors(p.right)
+        if entered and bool(left) != bool(right):
+            return (left or right)[0], "at the start of one side of OR only"
+        return _misplaced(p.left, entered, product) or _misplaced(p.right, entered, product)
+    if isinstance(p, ast.And | ast.All | ast.Unless):
+        name = {ast.And: "a side of AND", ast.All: "a side of ALL"}.get(type(p), "UNLESS")
+        return _misplaced(p.left, False, name) or _misplaced(p.right, False, name)
+    return None

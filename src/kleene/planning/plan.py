@@ -185,11 +185,20 @@ class Plan:
                 f"prefilter: {len(srt.event_types)} event types and {len(srt.preds)} unary "
                 "predicates evaluated vectorized; "
                 + (
-                    "every event visited (contiguity)"
+                    "every event visited (a nested selector's product)"
+                    if srt.selectors
+                    else "every event visited (contiguity)"
                     if srt.contiguous or self.query.select.strategy == "STRICT"
                     else "only events some transition accepts are visited"
                 )
             )
+            if srt.selectors:
+                lines.append(
+                    f"nested selectors: {', '.join(srt.selectors)}, each a finite product over "
+                    "unary predicates (the tECS engine's) carried in the automaton's states, "
+                    "entered after the left side of ';'; merged runs and the run index do not "
+                    "apply (its runs move on every event)"
+                )
             lines.append("runtime: " + RUNTIME_EXPLAINED[self.register_runtime or "runs"])
             if self.register_runtime != "pairs":
                 from kleene.registers.index import describe

@@ -105,8 +105,10 @@ def plan_query(
     )
     engine, reason = choose_engine(written)
     if engine == "registers" and has_selectors(query.where):
-        sel, why = register_refusal(query.where, reason)
-        raise UnsupportedError(why, sel.span.line, sel.span.column, text)
+        refused = register_refusal(query.where, reason)
+        if refused is not None:
+            sel, why = refused
+            raise UnsupportedError(why, sel.span.line, sel.span.column, text)
     atoms = Atoms()
     cea = labels = srt = register_runtime = None
     # a[2 * c.price >= price], c after a, runs as c[2 * price >= a.price] (docs/semantics.md)

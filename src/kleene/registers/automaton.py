@@ -150,6 +150,9 @@ class SRT:
     monitors: tuple[SRT, ...] = ()
     """The SRTs of the right sides of UNLESS (monitor ``k`` is the ``k``-th), run on their own
     next to the query's runs; their transitions' ``checks`` refer to this list too."""
+    selectors: tuple[str, ...] = ()
+    """The strategies of the nested selectors whose products ride in the states
+    (kleene.registers.selectors): their states are not stationary, so every event is visited."""
 
     @property
     def relevant_masks(self) -> tuple[int, ...]:
@@ -168,8 +171,8 @@ class SRT:
 
 def without_empty(p: ast.Pattern) -> ast.Pattern:
     """An equivalent pattern whose fragments never match the empty string."""
-    if isinstance(p, ast.EventType | ast.NotEvent):
-        return p
+    if isinstance(p, ast.EventType | ast.NotEvent | ast.Selector):
+        return p  # a selector's pattern is compiled by the tECS construction, as written
     if isinstance(p, ast.Star):
         return ast.Iter(without_empty(p.pattern), False, p.span)
     if isinstance(p, ast.Repeat):
@@ -215,6 +218,9 @@ class _Cons:
     guards are its guards too, added once the registers are numbered)."""
     checks: set[tuple[int, int]] = field(default_factory=set)
     """UNLESS checks (see :class:`RTransition`)."""
+    reads: bool = False
+    """A nested selector's transition that skips the event (no variables) under a mask: it
+    reads the event's bits, unlike a gap's TRUE loop (kleene.registers.selectors)."""
 
 
 @dataclass(frozen=True)
@@ -222,6 +228,9 @@ class _Frag:
     start: int
     final: int
     cons: tuple[_Cons, ...]
+    waits: bool = False
+    """The fragment starts with a nested selector, whose entry waits with its own transitions:
+    ``;`` enters it without a gap state (kleene.registers.selectors)."""
 
 
 class _Builder:
@@ -257,6 +266,7 @@ class _Builder:
         """The AND/ALL sides the builder is inside (``""``: none; ``"@1"``, ``"@1.2"``, ...)."""
         self.sides = 0
         self.attributes: list[str] = []
+        self.selectors: list[str] = []
         self.monitors: list[_Frag] = []
         """The right sides of UNLESS, built into the same ε-NFA (unreachable from the query's
         start) and ε-eliminated on their own."""
@@ -372,7 +382,7 @@ class _Builder:
             return frag
         entry = self.state()
         self.edge(entry, frag.start, frozenset({prev_reg}))
-        return _Frag(entry, frag.final, frag.cons)
+        return _Frag(entry, frag.final, frag.cons, frag.waits)
 
     def _either_order(
         self, frag: _Frag, c: ast.Pred, x: str, a: str, slots: dict[tuple[str, bool], int]
@@ -419,22 +429,55 @@ class _Builder:
 
     def _Or(self, p: ast.Or) -> _Frag:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
+        if a.waits != b.waits:
+            raise ValueError("a nested selector starting one side of OR only")
         s, f = self.state(), self.state()
         self.edge(s, a.start)
         self.edge(s, b.start)
         self.edge(a.final, f)
         self.edge(b.final, f)
-        return _Frag(s, f, a.cons + b.cons)
+        return _Frag(s, f, a.cons + b.cons, a.waits)
 
     def _Seq(self, p: ast.Seq) -> _Frag:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
-        if p.contiguous:
+        if p.contiguous or b.waits:
+            # A nested selector waits with its own transitions (no gap state); after ':' it
+            # may not wait, as in kleene.automata.compile.
+            if p.contiguous and b.waits:
+                drop = {id(t) for t in b.cons if t.reads and t.source == b.start}
+                self.cons = [t for t in self.cons if id(t) not in drop]
+                b = _Frag(b.start, b.final, tuple(t for t in b.cons if id(t) not in drop))
             self.edge(a.final, b.start)
-            return _Frag(a.start, b.final, a.cons + b.cons)
+            return _Frag(a.start, b.final, a.cons + b.cons, a.waits)
         g = self.gap_state()
         self.edge(a.final, g)
         self.edge(g, b.start)
-        return _Frag(a.start, b.final, a.cons + b.cons)
+        return _Frag(a.start, b.final, a.cons + b.cons, a.waits)
+
+    def _Selector(self, p: ast.Selector) -> _Frag:  # noqa: N802
+        """``NEXT/LAST/MAX(ρ)``: the tECS product in this automaton's states (registers/selectors.py)."""
+        from kleene.registers.selectors import selector_in_registers
+
+        made = selector_in_registers(
+            p, self.event_types, self.streams, self.stream_base, self.bit, self.limits
+        )
+        self.selectors.append(p.strategy)
+        ids: dict[int, int] = {}
+
+        def state(q: int) -> int:
+            if q not in ids:
+                ids[q] = self.state()
+            return ids[q]
+
+        out = []
+        for source, mask, neg, names, target in made.transitions:
+            t = _Cons(state(source), mask, set(names), state(target), neg, reads=not names)
+            self.cons.append(t)
+            out.append(t)
+        f = self.state()
+        for q in made.finals:
+            self.edge(state(q), f)
+        return _Frag(state(made.entry), f, tuple(out), True)
 
     def _And(self, p: ast.And) -> _Frag:  # noqa: N802
         return self._product(p.left, p.right, interleave=False)
@@ -481,7 +524,7 @@ class _Builder:
             if t.variables:
                 labelled.setdefault(t.source, []).append(t)
             else:
-                assert t.source == t.target, "unlabelled transitions are TRUE self-loops"
+                assert t.source == t.target and not t.reads, "unlabelled: TRUE self-loops"
                 loops.add(t.source)
         pair: StateNumbering[tuple[int, int]] = StateNumbering(self.state)
 
@@ -648,7 +691,9 @@ class _Builder:
             seen: set[tuple[int, frozenset[int]]] = set()
             for state, clears in sorted(close, key=lambda sc: (sc[0], sorted(sc[1]))):
                 for t in cons_out.get(state, ()):
-                    if not t.variables and t.target == state and state == q and not clears:
+                    if (
+                        not t.variables and not t.reads and t.target == state == q and not clears
+                    ):
                         loops = True
                         continue
                     if t.target not in number:
@@ -669,7 +714,7 @@ class _Builder:
                     if key in seen:
                         continue
                     seen.add(key)
-                    (here if t.variables else skip).append(new)
+                    (here if t.variables or t.reads else skip).append(new)
             labelled.append(here)
             gaps.append(skip)
             self_gap.append(loops)
@@ -695,6 +740,7 @@ class _Builder:
             streams=tuple(self.streams),
             variable_registers=dict(self.var_register),
             strategy_first=self.strategy_first,
+            selectors=tuple(self.selectors),
         )
 
 

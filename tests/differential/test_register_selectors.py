@@ -90,6 +90,23 @@ EXAMPLES = [
         [5, 1, 2, 0, 0, 0, 3],
         {(0, 1, 6), (0, 1, 2, 6), (0, 3, 4, 6), (0, 3, 5, 6)},
     ),
+    # At the start of the pattern (no window): C+ read from the stream's start, so MAX keeps
+    # every C up to the last one taken ({1,2} and {2} are dominated by {0,1,2}).
+    ("MAX(C+) ; A AS a ; B AS b FILTER b[v < a.v]", "CCCAB", [0, 0, 0, 5, 3], {
+        (0, 3, 4), (0, 1, 3, 4), (0, 1, 2, 3, 4),
+    }),
+    ("C+ ; A AS a ; B AS b FILTER b[v < a.v]", "CCCAB", [0, 0, 0, 5, 3], {
+        (0, 3, 4), (0, 1, 3, 4), (0, 1, 2, 3, 4), (1, 3, 4), (1, 2, 3, 4), (0, 2, 3, 4),
+        (2, 3, 4),
+    }),
+    # One side of an OR (the other waits as after ';'), and starting an iteration: each turn
+    # is read after the previous one (NEXT(C ; D) after A at 0: {1,3}, then after 3: {4,5}).
+    ("A AS a ; (MAX(C+) OR D) ; B AS b FILTER b[v < a.v]", "ACDCB", [5, 0, 0, 0, 3], {
+        (0, 1, 4), (0, 1, 3, 4), (0, 2, 4),
+    }),
+    ("A AS a ; NEXT(C ; D)+ ; B AS b FILTER b[v < a.v]", "ACCDCDB", [5, 0, 0, 0, 0, 0, 3], {
+        (0, 1, 3, 6), (0, 1, 5, 6), (0, 1, 3, 4, 5, 6),
+    }),
     # A selector inside the selector (its product is the tECS engine's, nested as there).
     (
         "A AS a ; MAX(C ; NEXT(D+)) ; B AS b FILTER b[v < a.v]",
@@ -139,6 +156,29 @@ def test_explain_names_the_selector_and_the_runtime() -> None:
     assert "run index: off" in explained
 
 
+def test_anchored_per_partition_and_fed_event_by_event() -> None:
+    """A selector at the start of the pattern: one run per partition from its first event
+    (``explain`` says "anchored"); pushing one event at a time gives the whole run's output."""
+    text = "SELECT * FROM S WHERE LAST(C+) ; A AS a ; B AS b FILTER b[v < a.v] PARTITION BY [k]"
+    types = "CXCCAYCABBAB"
+    events = [{"type": t, "k": i % 2, "v": (7 * i) % 10} for i, t in enumerate(types)]
+    expected = _oracle(text, events)
+    assert expected
+    assert _engine(text, events) == expected
+    query = kleene.compile(text)
+    assert query.plan.srt is not None and query.plan.srt.anchored
+    assert "anchored: a selector starts the pattern" in query.explain()
+    assert {tuple(m.positions) for e in events for m in query.push(e)} == expected
+
+
+def test_only_the_plain_runs_take_a_selector() -> None:
+    """Merged runs and the windowed runtime cannot carry the product: asking for them fails."""
+    query = kleene.compile(f"SELECT * FROM S WHERE {PAIR.format(sel='MAX')} WITHIN 5 EVENTS")
+    for runtime in ("merged", "windowed"):
+        with pytest.raises(ValueError, match="nested selector's product runs on the plain runs"):
+            query.tuned(register_runtime=runtime)
+
+
 def test_cli_runs_it(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     from kleene.cli import main
 
@@ -151,30 +191,24 @@ def test_cli_runs_it(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
 
 REFUSED = [
     (
-        "SELECT * FROM S WHERE MAX(C+) ; A AS a ; B AS b FILTER b[v < a.v]",
-        "MAX(C+)",
-        "MAX(...) at the start of the pattern, of an iteration or of a repetition is evaluated "
-        "by the tECS engine only",
-    ),
-    (
-        "SELECT * FROM S WHERE A AS a ; (NEXT(C ; D) ; E)+ ; B AS b FILTER b[v < a.v]",
-        "NEXT(C ; D)",
-        "NEXT(...) at the start of the pattern, of an iteration",
-    ),
-    (
-        "SELECT * FROM S WHERE A AS a ; (LAST(C+) OR D) ; B AS b FILTER b[v < a.v]",
-        "LAST(C+)",
-        "LAST(...) at the start of one side of OR only is evaluated by the tECS engine only",
-    ),
-    (
         "SELECT * FROM S WHERE A AS a ; (MAX(C+) AND C+) ; B AS b FILTER b[v < a.v]",
         "MAX(C+)",
-        "MAX(...) inside a side of AND is evaluated",
+        "MAX(...) inside a side of AND is evaluated by the tECS engine only",
     ),
     (
         "SELECT * FROM S WHERE A AS a ; (D ; MAX(C+) UNLESS E) ; B AS b FILTER b[v < a.v]",
         "MAX(C+)",
         "MAX(...) inside UNLESS is evaluated",
+    ),
+    (
+        "SELECT * FROM S WHERE A AS a ; (NEXT(C ; D) ; E):+ ; B AS b FILTER b[v < a.v]",
+        "NEXT(C ; D)",
+        "NEXT(...) at the start of an iteration after ':' or of a ':+' iteration",
+    ),
+    (
+        "SELECT * FROM S WHERE A AS a : LAST(C+)+ ; B AS b FILTER b[v < a.v]",
+        "LAST(C+)",
+        "LAST(...) at the start of an iteration after ':'",
     ),
     (  # a condition on the selector's events: no finite product, not only not built
         "SELECT * FROM S WHERE A AS a ; MAX(C AS c ; D+) ; B AS b FILTER b[v < c.v]",
@@ -211,11 +245,11 @@ CHOOSING = ("NEXT", "LAST", "MAX")
 
 
 @st.composite
-def bodies(draw: st.DrawFn) -> ast.Pattern:
+def bodies(draw: st.DrawFn, strategy: str) -> ast.Pattern:
     """What a selector applies to: shapes with several matches per end (else it has nothing
-    to choose between), sometimes with a unary FILTER inside."""
+    to choose between; for MAX, one of them contains another)."""
     x, y = (ast.EventType(draw(st.sampled_from(TYPES[1:]))) for _ in range(2))
-    shape = draw(st.integers(0, 4))
+    shape = draw(st.integers(0, 3 if strategy == "MAX" else 4))
     if shape == 0:
         return ast.Iter(x)
     if shape == 1:
@@ -238,38 +272,60 @@ def _condition(draw: st.DrawFn) -> ast.Pred:
 def register_selector_cases(
     draw: st.DrawFn,
 ) -> tuple[ast.Query, list[dict[str, Any]], list[int]]:
-    """``A AS a ; sel(ρ) ; X AS b FILTER b[... a ...]`` and variants (after ':', under AS with
-    a unary FILTER, both sides of an OR, inside another sequence), with a projection, a window
-    or PARTITION BY now and then; the stream planted with the pattern's types, repeated."""
-    sel: ast.Pattern = ast.Selector(draw(st.sampled_from(CHOOSING)), draw(bodies()))
-    shape = draw(st.integers(0, 5))
+    """``A AS a ; sel(ρ) ; X AS b FILTER b[... a ...]`` and the other positions the register
+    engine takes: under AS with a unary FILTER, an OR of two selectors or of a selector and an
+    event, after ':', after ``A ; B``, starting an iteration or a repetition, at the start of
+    the pattern (anchored: no window) and after ``B*`` there; with a projection, a window or
+    PARTITION BY now and then; the stream planted with the pattern's types, repeated."""
+    strategy = draw(st.sampled_from(CHOOSING))
+    sel: ast.Pattern = ast.Selector(strategy, draw(bodies(strategy)))
+    shape = draw(st.integers(0, 9))
     if shape == 1:
         sel = ast.Filter(ast.As(sel, "m"), ast.FilterAtom("m", ast.Compare(
             ">", ast.Attr("w"), ast.Const(draw(st.integers(0, 4)))
         )))
     elif shape == 2:
-        sel = ast.Or(sel, ast.Selector(draw(st.sampled_from(CHOOSING)), draw(bodies())))
+        other = draw(st.sampled_from(CHOOSING))
+        sel = ast.Or(sel, ast.Selector(other, draw(bodies(other))))
+    elif shape == 6:
+        sel = ast.Or(sel, ast.EventType(draw(st.sampled_from(TYPES[1:]))))
+    elif shape == 7:
+        sel = draw(st.sampled_from((ast.Iter(sel), ast.Iter(ast.Seq(sel, ast.EventType("C"))))))
+    elif shape == 8:
+        sel = ast.Repeat(sel, draw(st.integers(0, 1)), draw(st.sampled_from((1, 2, None))))
     first = ast.As(ast.EventType("A"), "a")
     last = ast.As(ast.EventType(draw(st.sampled_from(("A", "B")))), "b")
-    head = ast.Seq(first, sel, contiguous=shape == 3)
+    head: ast.Pattern = ast.Seq(first, sel, contiguous=shape == 3)
     if shape == 4:  # the selector between two further events
         head = ast.Seq(ast.Seq(first, ast.EventType("B")), sel)
+    elif shape == 5:  # at the start of the pattern
+        head = ast.Seq(sel, first)
+    elif shape == 9:  # at the start, after a pattern that may match nothing
+        head = ast.Seq(ast.Seq(ast.Star(ast.EventType("C")), sel), first)
     where = ast.Filter(ast.Seq(head, last), ast.FilterAtom("b", _condition(draw)))
     within = draw(st.sampled_from((None, None, None, ast.EventsWindow(8))))
-    partition = (("k",),) if draw(st.integers(0, 5)) == 0 else ()
+    if shape in (5, 9):
+        within = None  # a window is refused there (by both engines)
+    partition = (("k",),) if draw(st.integers(0, 7)) == 0 else ()
     items = None
-    if draw(st.integers(0, 4)) == 0:
+    if draw(st.integers(0, 7)) == 0:
         items = (ast.SelectItem(draw(st.sampled_from(("a", "b")))),)
     query = ast.Query(ast.Select("ALL", items), (), where, partition, within)
-    events, times = draw(streams(max_size=11, min_size=11))
+    size = 12
+    events, times = draw(streams(max_size=size, min_size=size))
+    # Planted: the pattern's types in order, each repeated (a whole pass fits in the stream),
+    # so that the selectors have several matches to choose between, then more passes.
     names = [e.name for e in _in_order(where)]
-    wanted: list[str] = []
-    while len(wanted) < 11:
+    counts = [draw(st.integers(1, 3)) for _ in names]
+    while sum(counts) > size:
+        counts[counts.index(max(counts))] -= 1
+    wanted = [name for name, n in zip(names, counts) for _ in range(n)]
+    while len(wanted) < size:
         for name in names:
             wanted += [name] * draw(st.integers(1, 2))
             if draw(st.integers(0, 4)) == 0:
                 wanted.append(draw(st.sampled_from(TYPES)))
-    events = [dict(e, type=t) for e, t in zip(events, wanted)]
+    events = [dict(e, type=t, k=e["k"] % 2) for e, t in zip(events, wanted)]
     return query, events, times
 
 

@@ -305,9 +305,9 @@ def register_refusal(p: ast.Pattern, reason: str) -> tuple[ast.Selector, str] | 
     selector's classes of competing runs (sets of states, kleene.automata.selection) would have
     to hold register values, which no finite product does.  Conditions only outside it: the
     product is finite and rides in the register automaton's states (kleene.registers.selectors),
-    entered right after the left side of ``;`` or ``:``; the other positions the tECS engine
-    takes (the start of the pattern, of an iteration, of one side of OR only, of a side of AND
-    or UNLESS) are refused with the reason.
+    entered where the tECS engine enters it; the positions the register builder does not reach
+    (inside AND, ALL or UNLESS, the start of a ``:+`` iteration or of one right after ``:``)
+    are refused with the reason.
     """
     everyone = _selectors(p)
     if not everyone:
@@ -326,16 +326,18 @@ def register_refusal(p: ast.Pattern, reason: str) -> tuple[ast.Selector, str] | 
                     f"condition outside the selector on events it does not choose, or choose on "
                     f"the whole pattern (SELECT {sel.strategy} *), which the register engine runs"
                 )
-    found = _misplaced(p, entered=False, product=None)
+    found = _misplaced(p, after=";", product=None)
     if found is None:
         return None
     sel, where = found
     return sel, (
         f"{sel.strategy}(...) {where} is evaluated by the tECS engine only, and this query has "
         f"conditions between events ({reason}); the register engine carries a selector's "
-        "product in its states only right after the left side of ';' or ':' (under AS, FILTER, "
-        f"or both sides of an OR): write something before it, 'H ; {sel.strategy}(T+) ; H', or "
-        f"choose on the whole pattern (SELECT {sel.strategy} *) if that is what is meant"
+        "product in its states after the left side of ';' or ':', at the start of the pattern "
+        "(without a window), under AS, FILTER, OR, or starting an iteration '+' or a repetition "
+        "after ';', but not inside AND, ALL or UNLESS, nor starting a ':+' iteration: write it "
+        f"outside them, or choose on the whole pattern (SELECT {sel.strategy} *) if that is what "
+        "is meant"
     )
 
 
@@ -355,34 +357,41 @@ def _children(p: ast.Pattern) -> list[ast.Pattern]:
 
 
 def _misplaced(
-    p: ast.Pattern, entered: bool, product: str | None
+    p: ast.Pattern, after: str, product: str | None
 ) -> tuple[ast.Selector, str] | None:
     """The first selector of ``p`` the register builder cannot enter, and where it is.
 
-    ``entered``: ``p`` starts right after the left side of a ``;`` or ``:`` (which cannot
-    match nothing); ``product``: ``p`` is inside a side of AND, ALL or UNLESS (named), whose
-    product construction takes no selector's transitions.
+    ``after``: what ``p``'s start follows, ``";"`` (the left side of ``;`` or the start of the
+    pattern, where the planner made sure a selector may be anchored: both wait), ``":"`` (it
+    may not wait) or ``""`` (the start of an iteration whose first turn may not wait but the
+    later ones may, or of a ':+' iteration, which the tECS engine only builds); ``product``: ``p`` is
+    inside a side of AND, ALL or UNLESS (named), whose product construction takes no selector's
+    transitions.
     """
     if isinstance(p, ast.Selector):
         if product is not None:
             return p, f"inside {product}"
-        if not entered:
-            return p, "at the start of the pattern, of an iteration or of a repetition"
+        if not after:
+            return p, "at the start of an iteration after ':' or of a ':+' iteration"
         return None
     if isinstance(p, ast.As | ast.Filter):
-        return _misplaced(p.pattern, entered, product)
-    if isinstance(p, ast.Iter | ast.Star | ast.Repeat):
-        return _misplaced(p.pattern, False, product)
+        return _misplaced(p.pattern, after, product)
+    if isinstance(p, ast.Iter | ast.Star):
+        # each later turn is entered after the previous one, by ';' (':+': contiguously, which
+        # the tECS engine gives the later turns only); a repetition is written out into ';'/':'
+        contiguous = isinstance(p, ast.Iter) and p.contiguous
+        return _misplaced(p.pattern, "" if contiguous or after != ";" else after, product)
+    if isinstance(p, ast.Repeat):  # written out (kleene.automata.unroll): an iteration if open
+        turns = p.high is None and (p.contiguous or (max(p.low, 1) == 1 and after != ";"))
+        return _misplaced(p.pattern, "" if turns else after, product)
     if isinstance(p, ast.Seq):
-        return _misplaced(p.left, entered, product) or _misplaced(
-            p.right, not nullable(p.left), product
+        here = ":" if p.contiguous else ";"
+        return _misplaced(p.left, after, product) or _misplaced(
+            p.right, after if nullable(p.left) else here, product
         )
     if isinstance(p, ast.Or):
-        left, right = anchored_selectors(p.left), anchored_selectors(p.right)
-        if entered and bool(left) != bool(right):
-            return (left or right)[0], "at the start of one side of OR only"
-        return _misplaced(p.left, entered, product) or _misplaced(p.right, entered, product)
+        return _misplaced(p.left, after, product) or _misplaced(p.right, after, product)
     if isinstance(p, ast.And | ast.All | ast.Unless):
         name = {ast.And: "a side of AND", ast.All: "a side of ALL"}.get(type(p), "UNLESS")
-        return _misplaced(p.left, False, name) or _misplaced(p.right, False, name)
+        return _misplaced(p.left, after, name) or _misplaced(p.right, after, name)
     return None

@@ -199,6 +199,11 @@ class Plan:
                     "entered after the left side of ';'; merged runs and the run index do not "
                     "apply (its runs move on every event)"
                 )
+            if srt.anchored:
+                lines.append(
+                    "anchored: a selector starts the pattern, so one run per partition starts at "
+                    "its first event and waits (a match starts at its first bound event)"
+                )
             lines.append("runtime: " + RUNTIME_EXPLAINED[self.register_runtime or "runs"])
             if self.register_runtime != "pairs":
                 from kleene.registers.index import describe

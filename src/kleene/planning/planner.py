@@ -122,8 +122,10 @@ def plan_query(
 
         # The SRT marks every event under a whole-match strategy, and the
         # runtime projects the chosen ones (kleene.registers.runtime).
+        # (A selector at the start needs no replay here: a run's start is its first bound event.)
         srt = compile_srt(
-            where, projection, with_streams=with_streams, strategy_first=whole_match,
+            where, projection, with_streams=with_streams,
+            strategy_first=whole_match and query.select.strategy in WHOLE_MATCH_STRATEGIES,
             limits=options.limits,
         )
         atoms.event_types = list(srt.event_types)
@@ -133,6 +135,8 @@ def plan_query(
         register_runtime = tuning.register_runtime or choose_register_runtime(
             srt, settings, window, options.type_column, windowed=tuning.windowed
         )
+        if register_runtime != "runs" and srt.selectors:
+            raise ValueError("a nested selector's product runs on the plain runs only")
         if register_runtime == "windowed" and not isinstance(window, ast.EventsWindow):
             raise ValueError("the windowed runtime needs a WITHIN n EVENTS window")
         if register_runtime == "merged" and not applies(srt, settings.strategy, settings.limit):

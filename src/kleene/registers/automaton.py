@@ -153,6 +153,9 @@ class SRT:
     selectors: tuple[str, ...] = ()
     """The strategies of the nested selectors whose products ride in the states
     (kleene.registers.selectors): their states are not stationary, so every event is visited."""
+    anchored: bool = False
+    """A selector starts the pattern: one run per partition starts at its first event and waits
+    (its competitors are every match since then); a match starts at its first bound event."""
 
     @property
     def relevant_masks(self) -> tuple[int, ...]:
@@ -228,9 +231,10 @@ class _Frag:
     start: int
     final: int
     cons: tuple[_Cons, ...]
-    waits: bool = False
-    """The fragment starts with a nested selector, whose entry waits with its own transitions:
-    ``;`` enters it without a gap state (kleene.registers.selectors)."""
+    entries: tuple[int, ...] = ()
+    """The fragment starts with a nested selector: the states at its start that wait by
+    themselves (a selector's entry, with its own transitions, and a gap state before each other
+    branch of an OR there), so ``;`` enters it without a gap state (kleene.registers.selectors)."""
 
 
 class _Builder:
@@ -382,7 +386,7 @@ class _Builder:
             return frag
         entry = self.state()
         self.edge(entry, frag.start, frozenset({prev_reg}))
-        return _Frag(entry, frag.final, frag.cons, frag.waits)
+        return _Frag(entry, frag.final, frag.cons, frag.entries)
 
     def _either_order(
         self, frag: _Frag, c: ast.Pred, x: str, a: str, slots: dict[tuple[str, bool], int]
@@ -429,30 +433,48 @@ class _Builder:
 
     def _Or(self, p: ast.Or) -> _Frag:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
-        if a.waits != b.waits:
-            raise ValueError("a nested selector starting one side of OR only")
+        if bool(a.entries) != bool(b.entries):  # the other side waits with a TRUE loop
+            a, b = self._waiting(a), self._waiting(b)
         s, f = self.state(), self.state()
         self.edge(s, a.start)
         self.edge(s, b.start)
         self.edge(a.final, f)
         self.edge(b.final, f)
-        return _Frag(s, f, a.cons + b.cons, a.waits)
+        return _Frag(s, f, a.cons + b.cons, a.entries + b.entries)
+
+    def _waiting(self, frag: _Frag) -> _Frag:
+        """``frag`` entered through a gap state, unless it starts with a nested selector."""
+        if frag.entries:
+            return frag
+        g = self.gap_state()
+        self.edge(g, frag.start)
+        return _Frag(g, frag.final, frag.cons, (g,))
 
     def _Seq(self, p: ast.Seq) -> _Frag:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
-        if p.contiguous or b.waits:
+        if p.contiguous or b.entries:
             # A nested selector waits with its own transitions (no gap state); after ':' it
-            # may not wait, as in kleene.automata.compile.
-            if p.contiguous and b.waits:
-                drop = {id(t) for t in b.cons if t.reads and t.source == b.start}
-                self.cons = [t for t in self.cons if id(t) not in drop]
-                b = _Frag(b.start, b.final, tuple(t for t in b.cons if id(t) not in drop))
+            # may not wait, as in kleene.automata.compile, nor the other branches there.
+            if p.contiguous and b.entries:
+                b = self._unwaited(b)
             self.edge(a.final, b.start)
-            return _Frag(a.start, b.final, a.cons + b.cons, a.waits)
+            return _Frag(a.start, b.final, a.cons + b.cons, a.entries)
         g = self.gap_state()
         self.edge(a.final, g)
         self.edge(g, b.start)
-        return _Frag(a.start, b.final, a.cons + b.cons, a.waits)
+        return _Frag(a.start, b.final, a.cons + b.cons, a.entries)
+
+    def _unwaited(self, frag: _Frag) -> _Frag:
+        """``frag`` whose waiting states at its start (``entries``) do not wait: their skipping
+        transitions go (a selector entered after ':')."""
+        waiting = set(frag.entries)
+        drop = {
+            id(t)
+            for t in self.cons
+            if t.source in waiting and not t.variables and (t.reads or t.target == t.source)
+        }
+        self.cons = [t for t in self.cons if id(t) not in drop]
+        return _Frag(frag.start, frag.final, tuple(t for t in frag.cons if id(t) not in drop))
 
     def _Selector(self, p: ast.Selector) -> _Frag:  # noqa: N802
         """``NEXT/LAST/MAX(ρ)``: the tECS product in this automaton's states (registers/selectors.py)."""
@@ -477,7 +499,7 @@ class _Builder:
         f = self.state()
         for q in made.finals:
             self.edge(state(q), f)
-        return _Frag(state(made.entry), f, tuple(out), True)
+        return _Frag(state(made.entry), f, tuple(out), (state(made.entry),))
 
     def _And(self, p: ast.And) -> _Frag:  # noqa: N802
         return self._product(p.left, p.right, interleave=False)
@@ -624,6 +646,11 @@ class _Builder:
         s, f = self.state(), self.state()
         self.edge(s, body.start)
         self.edge(body.final, f)
+        if body.entries:  # a nested selector starts each iteration: it waits by itself
+            if p.contiguous:
+                raise ValueError("a nested selector starting an iteration ':+'")
+            self.edge(body.final, body.start)
+            return _Frag(s, f, body.cons, body.entries)
         if p.contiguous:
             self.edge(body.final, body.start)
         else:
@@ -646,6 +673,9 @@ class _Builder:
                 t.guards[:0] = [g for part in t.parts for g in part.guards]
                 t.conditions[:0] = [c for part in t.parts for c in part.conditions]
         srt = self.eliminate(frag)
+        if frag.entries:  # a selector at the start of the pattern (kleene.registers.selectors)
+            assert not srt.stationary[srt.initial], "an anchored run's start waits by itself"
+            srt = dataclasses.replace(srt, anchored=True)
         if not self.monitors:
             return srt
         monitors = tuple(self.eliminate(m) for m in self.monitors)

@@ -376,3 +376,15 @@ def test_streams_and_unary_predicates_renumbered() -> None:
     query = kleene.compile(text, stream_column="stream")
     assert query.plan.engine == "registers"
     assert {tuple(m.positions) for m in query.matches(events)} == expected
+
+
+def test_the_product_stops_at_max_states() -> None:
+    """The product is built by the tECS construction under the query's limits: a large one
+    stops with a LimitError, in the register engine too."""
+    from kleene.language.errors import LimitError
+
+    text = "SELECT * FROM S WHERE A AS a ; LAST((A OR B)+ ; (B OR C)+ ; C) ; B AS b FILTER b[v < a.v]"
+    assert kleene.compile(text).plan.engine == "registers"
+    with pytest.raises(LimitError) as info:
+        kleene.compile(text, max_states=30)
+    assert info.value.limit == "max_states"

@@ -196,8 +196,8 @@ class Plan:
                 lines.append(
                     f"nested selectors: {', '.join(srt.selectors)}, each a finite product over "
                     "unary predicates (the tECS engine's) carried in the automaton's states, "
-                    "entered after the left side of ';'; merged runs and the run index do not "
-                    "apply (its runs move on every event)"
+                    "entered where the tECS engine enters it; merged runs and the run index do "
+                    "not apply (its runs move on every event)"
                 )
             if srt.anchored:
                 lines.append(

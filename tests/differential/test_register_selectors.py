@@ -272,12 +272,13 @@ def _condition(draw: st.DrawFn) -> ast.Pred:
 def register_selector_cases(
     draw: st.DrawFn,
 ) -> tuple[ast.Query, list[dict[str, Any]], list[int]]:
-    """``A AS a ; sel(ρ) ; X AS b FILTER b[... a ...]`` and the other positions the register
+    """``A AS a ; sel(ρ) ; X AS b FILTER b[... a ...]`` (sel: NEXT, LAST, MAX, and now and then
+    STRICT) and the other positions the register
     engine takes: under AS with a unary FILTER, an OR of two selectors or of a selector and an
     event, after ':', after ``A ; B``, starting an iteration or a repetition, at the start of
     the pattern (anchored: no window) and after ``B*`` there; with a projection, a window or
     PARTITION BY now and then; the stream planted with the pattern's types, repeated."""
-    strategy = draw(st.sampled_from(CHOOSING))
+    strategy = draw(st.sampled_from((*CHOOSING, *CHOOSING, "STRICT")))  # STRICT: ':' for ';'
     sel: ast.Pattern = ast.Selector(strategy, draw(bodies(strategy)))
     shape = draw(st.integers(0, 9))
     if shape == 1:

@@ -107,6 +107,14 @@ EXAMPLES = [
     ("A AS a ; NEXT(C ; D)+ ; B AS b FILTER b[v < a.v]", "ACCDCDB", [5, 0, 0, 0, 0, 0, 3], {
         (0, 1, 3, 6), (0, 1, 5, 6), (0, 1, 3, 4, 5, 6),
     }),
+    # At the start of a side of AND: both sides wait together (MAX(C+) after A at 0 ending at
+    # 3 is {1,2,3}; AND C+ keeps it, not {2,3} or {3}); and after ';' inside a side.
+    ("A AS a ; (MAX(C+) AND C+) ; B AS b FILTER b[v < a.v]", "ACCCB", [5, 0, 0, 0, 3], {
+        (0, 1, 4), (0, 1, 2, 4), (0, 1, 2, 3, 4),
+    }),
+    ("A AS a ; ((D ; MAX(C+)) AND (D ; C+)) ; B AS b FILTER b[v < a.v]", "ADCXCB", [5, 0, 0, 0, 0, 3], {
+        (0, 1, 2, 5), (0, 1, 2, 4, 5),
+    }),
     # A selector inside the selector (its product is the tECS engine's, nested as there).
     (
         "A AS a ; MAX(C ; NEXT(D+)) ; B AS b FILTER b[v < a.v]",
@@ -191,9 +199,9 @@ def test_cli_runs_it(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
 
 REFUSED = [
     (
-        "SELECT * FROM S WHERE A AS a ; (MAX(C+) AND C+) ; B AS b FILTER b[v < a.v]",
+        "SELECT * FROM S WHERE A AS a ; ((D ; MAX(C+)) ALL E) ; B AS b FILTER b[v < a.v]",
         "MAX(C+)",
-        "MAX(...) inside a side of AND is evaluated by the tECS engine only",
+        "MAX(...) inside a side of ALL is evaluated by the tECS engine only",
     ),
     (
         "SELECT * FROM S WHERE A AS a ; (D ; MAX(C+) UNLESS E) ; B AS b FILTER b[v < a.v]",
@@ -275,12 +283,12 @@ def register_selector_cases(
     """``A AS a ; sel(ρ) ; X AS b FILTER b[... a ...]`` (sel: NEXT, LAST, MAX, and now and then
     STRICT) and the other positions the register
     engine takes: under AS with a unary FILTER, an OR of two selectors or of a selector and an
-    event, after ':', after ``A ; B``, starting an iteration or a repetition, at the start of
-    the pattern (anchored: no window) and after ``B*`` there; with a projection, a window or
+    event, after ':', after ``A ; B``, starting an iteration or a repetition, starting a side
+    of AND, at the start of the pattern (anchored: no window) and after ``B*`` there; with a projection, a window or
     PARTITION BY now and then; the stream planted with the pattern's types, repeated."""
     strategy = draw(st.sampled_from((*CHOOSING, *CHOOSING, "STRICT")))  # STRICT: ':' for ';'
     sel: ast.Pattern = ast.Selector(strategy, draw(bodies(strategy)))
-    shape = draw(st.integers(0, 9))
+    shape = draw(st.integers(0, 10))
     if shape == 1:
         sel = ast.Filter(ast.As(sel, "m"), ast.FilterAtom("m", ast.Compare(
             ">", ast.Attr("w"), ast.Const(draw(st.integers(0, 4)))
@@ -294,6 +302,9 @@ def register_selector_cases(
         sel = draw(st.sampled_from((ast.Iter(sel), ast.Iter(ast.Seq(sel, ast.EventType("C"))))))
     elif shape == 8:
         sel = ast.Repeat(sel, draw(st.integers(0, 1)), draw(st.sampled_from((1, 2, None))))
+    elif shape == 10 and isinstance(sel, ast.Selector):  # a side of AND (the other: same events)
+        other = draw(st.sampled_from((sel.pattern, ast.Iter(ast.EventType(draw(st.sampled_from(TYPES[1:])))))))
+        sel = ast.And(sel, other) if draw(st.booleans()) else ast.And(other, sel)
     first = ast.As(ast.EventType("A"), "a")
     last = ast.As(ast.EventType(draw(st.sampled_from(("A", "B")))), "b")
     head: ast.Pattern = ast.Seq(first, sel, contiguous=shape == 3)

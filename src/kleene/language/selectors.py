@@ -35,8 +35,10 @@ engines a query is rewritten, before it is checked and planned (docs/semantics.m
   entered both after the left side and where the sequence is), ``STRICT`` over
   ``ALL`` (the union of two matches is an interval without each being one) or
   over NEXT/LAST/MAX, and a selector inside ``NOT(...)`` (one event).  The
-  register engine (conditions between events) takes no nested NEXT/LAST/MAX
-  (the planner refuses it).
+  register engine (conditions between events) takes a nested NEXT/LAST/MAX where the
+  tECS engine does, but inside ALL/UNLESS and at the start of a ``:+`` iteration, when no
+  such condition reads its events (:func:`register_refusal` says where and why otherwise;
+  the planner refuses it; kleene.registers.selectors builds it).
 """
 
 from __future__ import annotations
@@ -306,8 +308,8 @@ def register_refusal(p: ast.Pattern, reason: str) -> tuple[ast.Selector, str] | 
     to hold register values, which no finite product does.  Conditions only outside it: the
     product is finite and rides in the register automaton's states (kleene.registers.selectors),
     entered where the tECS engine enters it; the positions the register builder does not reach
-    (inside AND, ALL or UNLESS, the start of a ``:+`` iteration or of one right after ``:``)
-    are refused with the reason.
+    (inside ALL or UNLESS, the start of a ``:+`` iteration or of one right after ``:``) are
+    refused with the reason.
     """
     everyone = _selectors(p)
     if not everyone:
@@ -334,8 +336,8 @@ def register_refusal(p: ast.Pattern, reason: str) -> tuple[ast.Selector, str] | 
         f"{sel.strategy}(...) {where} is evaluated by the tECS engine only, and this query has "
         f"conditions between events ({reason}); the register engine carries a selector's "
         "product in its states after the left side of ';' or ':', at the start of the pattern "
-        "(without a window), under AS, FILTER, OR, or starting an iteration '+' or a repetition "
-        "after ';', but not inside AND, ALL or UNLESS, nor starting a ':+' iteration: write it "
+        "(without a window), under AS, FILTER, OR, AND, or starting an iteration '+' or a "
+        "repetition after ';', but not inside ALL or UNLESS, nor starting a ':+' iteration: write it "
         f"outside them, or choose on the whole pattern (SELECT {sel.strategy} *) if that is what "
         "is meant"
     )
@@ -364,9 +366,9 @@ def _misplaced(
     ``after``: what ``p``'s start follows, ``";"`` (the left side of ``;`` or the start of the
     pattern, where the planner made sure a selector may be anchored: both wait), ``":"`` (it
     may not wait) or ``""`` (the start of an iteration whose first turn may not wait but the
-    later ones may, or of a ':+' iteration, which the tECS engine only builds); ``product``: ``p`` is
-    inside a side of AND, ALL or UNLESS (named), whose product construction takes no selector's
-    transitions.
+    later ones may, or of a ':+' iteration, which the tECS engine only builds); ``product``: ``p``
+    is inside a side of ALL or UNLESS (named), whose register construction takes TRUE loops
+    only (AND pairs a selector's skips with the other side's).
     """
     if isinstance(p, ast.Selector):
         if product is not None:
@@ -391,7 +393,9 @@ def _misplaced(
         )
     if isinstance(p, ast.Or):
         return _misplaced(p.left, after, product) or _misplaced(p.right, after, product)
-    if isinstance(p, ast.And | ast.All | ast.Unless):
-        name = {ast.And: "a side of AND", ast.All: "a side of ALL"}.get(type(p), "UNLESS")
+    if isinstance(p, ast.And):  # both sides read the same events: entered where AND is
+        return _misplaced(p.left, after, product) or _misplaced(p.right, after, product)
+    if isinstance(p, ast.All | ast.Unless):
+        name = "a side of ALL" if isinstance(p, ast.All) else "UNLESS"
         return _misplaced(p.left, after, name) or _misplaced(p.right, after, name)
     return None

@@ -537,22 +537,29 @@ class _Builder:
         product only on variables of one side.
         """
         a, b = self._side(left), self._side(right)
+        waits = not interleave and bool(a.entries or b.entries)
+        if waits:  # a side starts with a nested selector: both wait, together (as in compile.py)
+            a, b = self._waiting(a), self._waiting(b)
         eps_out: dict[int, list[tuple[frozenset[int], int]]] = {}
         for x, clears, y in self.eps:
             eps_out.setdefault(x, []).append((clears, y))
         labelled: dict[int, list[_Cons]] = {}
+        reading: dict[int, list[_Cons]] = {}  # a nested selector's skips (registers/selectors.py)
         loops: set[int] = set()
         for t in self.cons:
             if t.variables:
                 labelled.setdefault(t.source, []).append(t)
+            elif t.reads:
+                assert not interleave, "a nested selector inside ALL"
+                reading.setdefault(t.source, []).append(t)
             else:
-                assert t.source == t.target and not t.reads, "unlabelled: TRUE self-loops"
+                assert t.source == t.target, "unlabelled transitions are TRUE self-loops"
                 loops.add(t.source)
         pair: StateNumbering[tuple[int, int]] = StateNumbering(self.state)
 
         out: list[_Cons] = []
 
-        def add(source: int, parts: tuple[_Cons, ...], target: int) -> None:
+        def add(source: int, parts: tuple[_Cons, ...], target: int, reads: bool = False) -> None:
             mask = neg = 0
             variables: set[str] = set()
             writes: set[int] = set()
@@ -565,7 +572,8 @@ class _Builder:
             if mask & neg:
                 return  # the event would need a bit and its absence
             t = _Cons(
-                source, mask, variables, target, neg, writes=writes, parts=parts, checks=checks
+                source, mask, variables, target, neg, writes=writes, parts=parts, checks=checks,
+                reads=reads,
             )
             self.cons.append(t)
             out.append(t)
@@ -593,11 +601,19 @@ class _Builder:
                 skip_b = y in loops or (y == b.start and begun) or (y == b.final and x != a.final)
             else:
                 skip_a, skip_b = x in loops, y in loops
+                if x in reading or y in reading:  # both skip the event, one reading its bits
+                    for ta in (*reading.get(x, ()), *((None,) if skip_a else ())):
+                        for tb in (*reading.get(y, ()), *((None,) if skip_b else ())):
+                            if ta is not None or tb is not None:
+                                parts = tuple(t for t in (ta, tb) if t is not None)
+                                target = pair((ta.target if ta else x, tb.target if tb else y))
+                                add(source, parts, target, reads=True)
             if skip_a and skip_b:
                 loop = _Cons(source, 0, set(), source)
                 self.cons.append(loop)
         final = pair.ids.get((a.final, b.final))
-        return _Frag(start, self.state() if final is None else final, tuple(out))
+        entries = (start,) if waits else ()
+        return _Frag(start, self.state() if final is None else final, tuple(out), entries)
 
     def _Unless(self, p: ast.Unless) -> _Frag:  # noqa: N802
         """``φ1 UNLESS φ2``: a match of φ1 with no match of φ2 inside its interval.

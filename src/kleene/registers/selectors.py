@@ -10,9 +10,9 @@ access.  The register builder (kleene.registers.automaton, ``_Selector``) enters
 the left side of ``;`` or ``:`` without the gap state's TRUE loop (the product's entry waits with
 transitions of its own, which track the competitors' first events), so the competitors start
 exactly where the selector is entered, as in the tECS engine and the oracle; an OR's other
-branch there gets a gap state of its own, an iteration re-enters the entry after each turn, and
-at the start of the pattern the SRT is *anchored* (one run per partition from its first event,
-kleene.registers.runtime).
+branch there gets a gap state of its own, an iteration re-enters the entry after each turn, an
+AND pairs a side's reading skips with the other side's skips, and at the start of the pattern
+the SRT is *anchored* (one run per partition from its first event, kleene.registers.runtime).
 
 Here only the numbering differs: the tECS compiler numbers bits with an
 :class:`~kleene.predicates.atoms.Atoms`; the register builder numbers event types first (the

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import re2
 
+import kleene.kernels as pc
 from kleene.language import ast
 from kleene.language.errors import QueryError
 from kleene.predicates.arithmetic import arith, neg

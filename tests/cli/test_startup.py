@@ -20,10 +20,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIR = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] AND b[price < a.price] WITHIN 3 EVENTS"
-LAZY = ("lark", "kleene.language.parser", "kleene.language.limits", "kleene.registers.unrolling", "numpy.ma")
+LAZY = (
+    "lark", "kleene.language.parser", "kleene.language.limits", "kleene.registers.unrolling", "numpy.ma",
+    "kleene.runtime.engine", "kleene.automata.determinize", "kleene.registers.merged", "re2", "gzip",
+)
 """Not loaded by `kleene run` of a query parsed before (the pair query: the register engine).
 ``numpy.ma``: ``pa.array`` of a numpy array imports it (~9 ms), the pair join's ``take`` does not
-(``kleene.registers.pairs.indices``)."""
+(``kleene.registers.pairs.indices``).  CORE's tECS engine (``kleene.runtime.engine`` and the
+modules under it) and the register runtimes other than the one that runs are not imported; nor
+are re2 (LIKE) and gzip (`.gz` inputs)."""
 
 RECORD = """
 import atexit, gc, json, os, runpy, sys

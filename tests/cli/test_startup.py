@@ -116,6 +116,23 @@ def test_the_pair_query_runs_without_pyarrow_compute(tmp_path: Path, rows: int) 
     assert '"price": 2.5e+16' in out.read_text() or rows == 1  # repr's notation, not Arrow's
 
 
+def test_a_selective_query_runs_without_pyarrow_compute(tmp_path: Path) -> None:
+    """CORE's selective stock query (tECS engine): its few events' rows are taken out of the
+    stored ones (``EventRows.rendered``) through :mod:`kleene.kernels` too."""
+    events = tmp_path / "stock.csv"
+    filler = "".join(f'"BUY",{i},"MSFT",50.5,1,{1700000000000 + i}\n' for i in range(40))
+    events.write_text(STOCK.splitlines(keepends=True)[0] + filler + '"SELL",40,"AAPL",250.25,3,1700000000040\n'
+                      '"BUY",41,"INTC",0.5,4,1700000000041\n')
+    query = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 199] AND b[price < 1] WITHIN 3 EVENTS"
+    out = tmp_path / "out.jsonl"
+    proc, report = run(tmp_path, "run", query, "--input", str(events), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "kleene.runtime.engine" in report["modules"]  # CORE's engine ran
+    assert loaded(report["modules"], ("pyarrow.compute",)) == []
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(line["positions"], [e["price"] for e in line["events"]]) for line in lines] == [([40, 41], [250.25, 0.5])]
+
+
 def test_the_process_runs_blas_on_one_thread_and_freezes_before_exit(events: Path, tmp_path: Path) -> None:
     proc, report = run(tmp_path, "run", PAIR, "--input", str(events))
     assert proc.returncode == 0, proc.stderr

@@ -23,12 +23,13 @@ PAIR = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] AND b[pr
 LAZY = (
     "lark", "kleene.language.parser", "kleene.language.limits", "kleene.registers.unrolling", "numpy.ma",
     "kleene.runtime.engine", "kleene.automata.determinize", "kleene.registers.merged", "re2", "gzip",
+    "kleene.cli.explain", "kleene.cli.plot", "kleene.cli.sql", "kleene.cli.stream",
 )
 """Not loaded by `kleene run` of a query parsed before (the pair query: the register engine).
 ``numpy.ma``: ``pa.array`` of a numpy array imports it (~9 ms), the pair join's ``take`` does not
 (``kleene.registers.pairs.indices``).  CORE's tECS engine (``kleene.runtime.engine`` and the
 modules under it) and the register runtimes other than the one that runs are not imported; nor
-are re2 (LIKE) and gzip (`.gz` inputs)."""
+are re2 (LIKE) and gzip (`.gz` inputs), nor the modules of the other sub-commands."""
 
 RECORD = """
 import atexit, gc, json, os, runpy, sys

@@ -206,8 +206,11 @@ class JsonlWriter:
             except BaseException as exc:  # noqa: BLE001 - raised again by _settle, in the caller
                 self._behind_error = exc
 
-        self._behind = threading.Thread(target=run, name="kleene-jsonl", daemon=False)
-        self._behind.start()
+        thread = threading.Thread(target=run, name="kleene-jsonl", daemon=False)
+        # Kept only once started: a SIGTERM or Ctrl-C raised inside start() (its wait for the
+        # thread) must not leave a thread that the abort's close would join before its start.
+        thread.start()
+        self._behind = thread
         self.laid_out_behind += 1
 
     def _settle(self) -> None:

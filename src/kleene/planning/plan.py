@@ -12,9 +12,6 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from kleene.automata.cea import CEA
-from kleene.automata.compile import Labels
-from kleene.automata.determinize import LazyDFA
 from kleene.language import ast
 from kleene.language.printer import window_to_ceql
 from kleene.language.schema import Schema
@@ -23,10 +20,11 @@ from kleene.predicates.atoms import Atoms
 from kleene.predicates.conform import Requirement
 from kleene.predicates.table import PredicateTable
 from kleene.runtime.contract import BatchEngine
-from kleene.runtime.engine import Engine, Settings
-from kleene.runtime.projection import Projector
+from kleene.runtime.settings import Settings
 
 if TYPE_CHECKING:
+    from kleene.automata.cea import CEA
+    from kleene.automata.compile import Labels
     from kleene.registers.automaton import SRT
 
 
@@ -112,15 +110,19 @@ class Plan:
         """A fresh engine of the kind the planner chose, in its initial state."""
         if self.srt is not None:
             # Loaded only by queries with conditions between events: most runs never need
-            # the register engine, and importing it costs start-up time.
-            from kleene.registers.merged import MergedEngine
+            # the register engine, and importing it costs start-up time (each runtime too).
             from kleene.registers.runtime import RegisterEngine
-            from kleene.registers.window_runtime import WindowedEngine
 
             settings = self.settings
-            runtime: type[RegisterEngine] = {
-                "windowed": WindowedEngine, "merged": MergedEngine
-            }.get(self.register_runtime or "runs", RegisterEngine)
+            runtime: type[RegisterEngine] = RegisterEngine
+            if self.register_runtime == "windowed":
+                from kleene.registers.window_runtime import WindowedEngine
+
+                runtime = WindowedEngine
+            elif self.register_runtime == "merged":
+                from kleene.registers.merged import MergedEngine
+
+                runtime = MergedEngine
             return runtime(
                 self.srt,
                 window=settings.window,
@@ -131,6 +133,11 @@ class Plan:
                 type_column=self.options.type_column,
                 limits=self.options.limits,
             )
+        # CORE's engine, loaded only by the queries it runs (start-up time of the others)
+        from kleene.automata.determinize import LazyDFA
+        from kleene.runtime.engine import Engine
+        from kleene.runtime.projection import Projector
+
         assert self.cea is not None
         projector = None
         if self.labels is not None:  # a fresh projector: it keeps this engine's events

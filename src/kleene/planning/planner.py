@@ -34,7 +34,7 @@ from kleene.predicates.atoms import Atoms
 from kleene.predicates.conform import Requirement
 from kleene.predicates.kinds import infer_kinds
 from kleene.predicates.table import MAX_WIDTH, PredicateTable
-from kleene.runtime.engine import Settings
+from kleene.runtime.settings import Settings
 
 WHOLE_MATCH_STRATEGIES = ("NEXT", "LAST", "MAX")
 """Strategies that compare whole matches: with a projection they run on SELECT *'s automaton

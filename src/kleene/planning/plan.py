@@ -44,6 +44,9 @@ class Tuning:
     """Skip events no complex event can contain (kleene.runtime.lookahead)."""
     windowed: bool = False
     register_runtime: str | None = None
+    aggregates: bool = True
+    """Count by aggregates over register values where the query allows it
+    (kleene.registers.aggregate); False keeps the merged runs' count."""
 
 
 RUNTIME_EXPLAINED = {
@@ -123,8 +126,10 @@ class Plan:
                 from kleene.registers.merged import MergedEngine
 
                 runtime = MergedEngine
+            extra = {"aggregates": self.tuning.aggregates} if self.register_runtime == "merged" else {}
             return runtime(
                 self.srt,
+                **extra,
                 window=settings.window,
                 partitioned=settings.partitioned,
                 consume=settings.consume,
@@ -216,6 +221,11 @@ class Plan:
                 from kleene.registers.index import describe
 
                 lines.append(describe(srt, self.settings.strategy, self.settings.limit))
+            if self.register_runtime == "merged" and self.tuning.aggregates:
+                from kleene.registers.aggregate import describe as counting
+
+                s = self.settings
+                lines.append(counting(srt, s.strategy, s.limit, s.consume))
         elif self.cea is not None:
             lines.append(
                 f"automaton: complex event automaton, {self.cea.num_states} states, "

@@ -155,7 +155,7 @@ class MergedEngine(RegisterEngine):
             return
         if out.__class__ is not Count:
             raise RuntimeError("an engine that counts by aggregates cannot list complex events")
-        counter.run_batch(batch, bits, positions, times, key_columns, out)  # type: ignore[arg-type]
+        counter.run_batch(batch, bits, positions, times, key_columns, out)
         self.steps, self.live, self.tau = counter.steps, counter.live, counter.tau
 
     def _step(

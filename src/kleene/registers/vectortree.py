@@ -49,8 +49,8 @@ def compose(a: Matrix, b: Matrix) -> Matrix:
     for i in range(k):
         acc = [0] * k
         for j, x in a[i]:
-            for l, c in b[j]:
-                acc[l] += x * c
+            for m, c in b[j]:
+                acc[m] += x * c
         rows.append(tuple((j, c) for j, c in enumerate(acc) if c))
     return tuple(rows)
 

@@ -60,6 +60,10 @@ def dot(v: list[int], f: tuple[int, ...]) -> int:
     return sum(x * c for x, c in zip(v, f, strict=True) if x and c)
 
 
+def _dot(v: list[int], g: list[int]) -> int:
+    return sum(x * c for x, c in zip(v, g, strict=True) if x and c)
+
+
 class VectorTree:
     """One treap of vectors (see the module doc); ``root`` is None when empty."""
 
@@ -176,7 +180,8 @@ class VectorTree:
         """Apply one event: the keys are cut into ``len(cuts) + 1`` ranges (``cuts`` ascending),
         range ``r`` gets ``moves[r] = (matrix, finals)``: first the runs reaching a final state
         are counted (``sum · finals``, None: none), then its vectors are multiplied by the matrix
-        (None: unchanged).  Returns the count."""
+        (None: unchanged).  Returns the count.  Where no range moves (an event that only
+        completes complex events), the ranges' sums are read without cutting the tree."""
         root = self.root
         if root is None:
             return 0
@@ -186,6 +191,8 @@ class VectorTree:
             if m is not None:
                 self._apply(root, m)
             return found
+        if all(m is None for m, _ in moves):
+            return self._count(cuts, [f for _, f in moves])
         parts: list[Node | None] = []
         rest: Node | None = root
         for cut in cuts:
@@ -202,6 +209,44 @@ class VectorTree:
                     self._apply(part, m)
             merged = self._merge(merged, part)
         self.root = merged
+        return found
+
+    def _count(self, cuts: list[tuple[Any, int]], finals: list[tuple[int, ...] | None]) -> int:
+        """``sum over ranges r of (sum of range r) · finals[r]``, without changing the tree.
+
+        That is ``total · finals[-1]`` plus, per cut ``r``, ``prefix(cut r) · (finals[r] -
+        finals[r + 1])``; a prefix sum walks one path, carrying ``g`` as a column vector through
+        the pending tags (``(v · T) · g = v · (T · g)``): ``k²`` per tagged node, no push."""
+        k = self.k
+        zero = (0,) * k
+        fs = [zero if f is None else f for f in finals]
+        root = self.root
+        assert root is not None
+        found = dot(root[SUM], fs[-1])
+        for r, cut in enumerate(cuts):
+            g = [a - b for a, b in zip(fs[r], fs[r + 1], strict=True)]
+            if any(g):
+                found += self._prefix(root, cut, g)
+        return found
+
+    def _prefix(self, node: Node | None, cut: tuple[Any, int], g: list[int]) -> int:
+        """``(sum of the keys below cut) · g``, ``g`` already through the tags above ``node``."""
+        found = 0
+        visited = 0
+        while node is not None:
+            visited += 1
+            left = node[LEFT]
+            tag = node[TAG]
+            below = g if tag is None else [sum(c * g[j] for j, c in row) for row in tag]
+            if (node[VALUE], node[SEQ]) < cut:
+                found += _dot(node[VEC], g)
+                if left is not None:
+                    found += _dot(left[SUM], below)
+                node = node[RIGHT]
+            else:
+                node = left
+            g = below
+        self.work[0] += visited
         return found
 
     def total(self) -> list[int]:

@@ -25,11 +25,14 @@ from hypothesis import strategies as st
 
 import kleene
 from against_oracle import aimed, feature_changed
+from kleene import native
 from kleene.cli import main
 from kleene.language.parser import parse_query
 from kleene.reference.oracle import evaluate
+from kleene.registers import aggregate
 from kleene.registers.aggregate import AggregateCounter, aggregate_plan
 from kleene.registers.merged import MergedEngine
+from kleene.registers.vectortree import VectorTree
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from generate import make_table  # noqa: E402
@@ -171,7 +174,7 @@ def test_tree_work_per_event_is_logarithmic_in_the_window(name: str) -> None:
     table = make_table(30_000)
     rows = {w: work(name, w, table) for w in (10, 100, 1000, 10_000)}
     for w, row in rows.items():
-        print(name, w, row)
+        print(name, w, {**row, "found": f"~10^{len(str(row['found'])) - 1}"})
         assert row["pieces"] <= 2
         assert row["work"] <= 3 * math.log2(w) * row["pieces"] + 4
     assert rows[10_000]["peak"] >= 500 > 50 * rows[10]["peak"]
@@ -231,3 +234,27 @@ def test_explain_and_cli(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     n = int(capsys.readouterr().out)
     assert main(["run", query, "--input", str(path)]) == 0
     assert n == len(capsys.readouterr().out.splitlines()) > 0
+
+
+_twin = native.load("kleene.registers._vectortree")
+
+
+@pytest.mark.skipif(_twin is None, reason="the compiled twins are not built here")
+@pytest.mark.parametrize("name", ["seq3", "q5"])
+def test_compiled_tree_is_the_python_tree(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled twin (kleene.registers._vectortree) and the pure-Python tree give the same
+    count and touch the same nodes (same priorities, same splits), at windows short and long,
+    with and without partitions."""
+    table = make_table(8_000)
+    table = table.append_column("k", pa.array([i % 3 // 2 for i in range(len(table))]))
+    for w in (10, 300, 3000):
+        query = PAPER[name].format(window=w)
+        if w == 300:
+            query = query.replace(" WITHIN", " PARTITION BY [k] WITHIN")
+        got = {}
+        for tree in (VectorTree, _twin.VectorTree):  # type: ignore[union-attr]
+            monkeypatch.setattr(aggregate, "TREE", tree)
+            n, engine = counted(query, table, max_matches=1 << 100_000)
+            assert engine.counter is not None and engine.counter.tree is tree
+            got[tree] = (n, engine.counter.work[0])
+        assert got[VectorTree] == got[_twin.VectorTree] and got[VectorTree][0] > 0, (name, w)  # type: ignore[union-attr]

@@ -51,11 +51,16 @@ import pyarrow as pa
 
 from kleene.language import ast
 from kleene.limits import CHECK_EVERY, Limits
+from kleene.native import load
 from kleene.registers.automaton import SRT, Condition, RTransition
 from kleene.registers.counting import unambiguous
 from kleene.registers.guards import Key, compile_key
 from kleene.registers.vectortree import Matrix, VectorTree
 from kleene.runtime.enumeration import Count
+
+_compiled = load("kleene.registers._vectortree")
+TREE: Any = VectorTree if _compiled is None else _compiled.VectorTree
+"""The tree class in use: the compiled twin when built, else the pure-Python reference."""
 
 OPS = {"<", "<=", ">", ">=", "=="}
 FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
@@ -233,6 +238,8 @@ class AggregateCounter:
         self.relevant = relevant
         self.index = {q: i for i, q in enumerate(plan.states)}
         self.k = len(plan.states)
+        self.tree: Any = TREE
+        """The tree class (tests set the pure-Python one to compare it with the twin)."""
         self.parts: dict[Hashable, _Partition] = {}
         self.kinds: dict[int, _EventKind] = {}
         self.moves: dict[tuple[int, tuple[bool, ...]], tuple[Matrix | None, tuple[int, ...] | None]] = {}
@@ -434,7 +441,7 @@ class AggregateCounter:
         kind, value = (None, 0) if key is None else key
         tree = part.trees.get(kind)
         if tree is None:
-            tree = part.trees[kind] = VectorTree(self.k, self.work, seed=self._seq)
+            tree = part.trees[kind] = self.tree(self.k, self.work, seed=self._seq)
         self._seq += 1
         tree.insert(value, self._seq, list(vec))
         if self.window is not None:

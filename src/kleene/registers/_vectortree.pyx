@@ -96,7 +96,6 @@ cdef class VectorTree:
             self._work = 0
 
     cdef void _apply(self, Node node, tuple m):
-        node.vec = vec_mat(node.vec, m)
         node.sum = vec_mat(node.sum, m)
         if node.tag is None:
             node.tag = m
@@ -108,6 +107,7 @@ cdef class VectorTree:
         if node.tag is not None:
             tag = <tuple>node.tag
             self._work += 1
+            node.vec = vec_mat(node.vec, tag)
             if node.left is not None:
                 self._apply(node.left, tag)
             if node.right is not None:
@@ -266,7 +266,7 @@ cdef class VectorTree:
                         acc = acc + jc[1] * g[<Py_ssize_t>jc[0]]
                     low[i] = acc
             if below(node, value, seq):
-                found = found + dot(node.vec, g)
+                found = found + dot(node.vec, low)
                 if left is not None:
                     found = found + dot(left.sum, low)
                 node = node.right

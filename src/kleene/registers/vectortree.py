@@ -8,7 +8,8 @@ value passes) and reads the sum of a range's vectors (the runs that reach a fina
 treap (random priorities, split and merge) does both in ``O(log n)`` nodes per range:
 
 * every node keeps its own vector, the sum of its subtree's vectors and a *tag*: a matrix
-  already applied to its own vector and sum but not yet to its children (None: none pending);
+  already applied to its sum but not yet to its own vector and its children (None: none
+  pending), so that tagging a range costs one vector product and one matrix product;
 * ``split``, ``merge``, ``insert`` and ``delete`` push a node's tag down before they look at
   its children, and recompute its sum after.
 
@@ -79,7 +80,6 @@ class VectorTree:
     # -- the node primitives -------------------------------------------------------------
 
     def _apply(self, node: Node, m: Matrix) -> None:
-        node[VEC] = vec_mat(node[VEC], m)
         node[SUM] = vec_mat(node[SUM], m)
         tag = node[TAG]
         node[TAG] = m if tag is None else compose(tag, m)
@@ -88,6 +88,7 @@ class VectorTree:
         tag = node[TAG]
         if tag is not None:
             self.work[0] += 1
+            node[VEC] = vec_mat(node[VEC], tag)
             if node[LEFT] is not None:
                 self._apply(node[LEFT], tag)
             if node[RIGHT] is not None:
@@ -239,7 +240,7 @@ class VectorTree:
             tag = node[TAG]
             below = g if tag is None else [sum(c * g[j] for j, c in row) for row in tag]
             if (node[VALUE], node[SEQ]) < cut:
-                found += _dot(node[VEC], g)
+                found += _dot(node[VEC], below)
                 if left is not None:
                     found += _dot(left[SUM], below)
                 node = node[RIGHT]

@@ -169,7 +169,7 @@ def work(name: str, w: int, table: pa.Table) -> dict[str, float]:
 @pytest.mark.parametrize("name", ["seq3", "k3"])
 def test_tree_work_per_event_is_logarithmic_in_the_window(name: str) -> None:
     """30,000 stock events, windows of 10 to 10,000 events: the starts in the window grow from
-    about 1 to about 1,000, tree nodes touched per visited event stay under
+    5 to about 1,000, tree nodes touched per visited event stay under
     ``3 · log2(w) · pieces`` (pieces: the key ranges an event moves, at most 2 here)."""
     table = make_table(30_000)
     rows = {w: work(name, w, table) for w in (10, 100, 1000, 10_000)}

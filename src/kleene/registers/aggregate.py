@@ -10,7 +10,8 @@ at all, only a vector of counts per start, kept in a balanced tree ordered by re
 
 * every register is written by the transitions out of the initial state only (the pattern's
   first variable), so a start's registers are fixed; they all write the same registers, no
-  transition enters the initial state, and no other transition clears or sets a register;
+  transition enters the initial state, no other transition clears or sets a register, and no
+  gap transition enters a final state;
 * every guard conjunct compares an expression of the current event with one and the same
   expression ``K`` of the registers (``price > a.price``, ``2 * price <= a.price + 1``) by
   ``<``, ``<=``, ``>``, ``>=`` or ``=``; no ``prev()``, no guard on the first event;
@@ -144,6 +145,8 @@ def aggregate_plan(
     later += [g for q, gs in enumerate(srt.gaps) if q != init for g in gs]
     if any(t.writes or t.clears or t.sets or t.checks for t in later):
         return None, "a register is written after the first event"
+    if any(g.target in srt.finals for gs in srt.gaps for g in gs):
+        return None, "a gap transition reports"
     attrs = {a: k for k, a in enumerate(srt.attributes)}
     key_side: tuple[Any, ...] | None = None
     key_fn: Callable[[Any, Any], Key | None] | None = None

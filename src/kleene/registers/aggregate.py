@@ -15,7 +15,8 @@ at all, only a vector of counts per start, kept in a balanced tree ordered by re
 * every guard conjunct compares an expression of the current event with one and the same
   expression ``K`` of the registers (``price > a.price``, ``2 * price <= a.price + 1``) by
   ``<``, ``<=``, ``>``, ``>=`` or ``=``; no ``prev()``, no guard on the first event;
-* ALL or ANY, no LIMIT, no UNLESS, no CONSUME BY, not STRICT, no contiguity (``:``), and the SRT
+* ALL or ANY, no LIMIT, no UNLESS, no CONSUME BY, not STRICT, no contiguity (``:``), no nested
+  selector, and the SRT
   is unambiguous (:func:`kleene.registers.counting.unambiguous`): its paths are its complex
   events.
 
@@ -131,6 +132,8 @@ def aggregate_plan(
         return None, "UNLESS or CONSUME BY"
     if srt.contiguous or srt.strategy_first:
         return None, "contiguity (':')"
+    if srt.selectors or srt.anchored:
+        return None, "a nested selector (its product moves the runs on every event)"
     init = srt.initial
     firsts = srt.labelled[init]
     if not firsts or srt.gaps[init]:

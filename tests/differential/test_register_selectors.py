@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import kleene
 from against_oracle import aimed, check_against_oracle, feature_changed, oracle, without
-from generators import TYPES, streams
+from generators import TYPES, streams, types_in_order
 from kleene.language import ast
 from kleene.language.errors import UnsupportedError
 from kleene.language.parser import parse_query
@@ -327,7 +327,7 @@ def register_selector_cases(
     events, times = draw(streams(max_size=size, min_size=size))
     # Planted: the pattern's types in order, each repeated (a whole pass fits in the stream),
     # so that the selectors have several matches to choose between, then more passes.
-    names = [e.name for e in _in_order(where)]
+    names = [e.name for e in types_in_order(where)]
     counts = [draw(st.integers(1, 3)) for _ in names]
     while sum(counts) > size:
         counts[counts.index(max(counts))] -= 1
@@ -340,16 +340,6 @@ def register_selector_cases(
     events = [dict(e, type=t, k=e["k"] % 2) for e, t in zip(events, wanted)]
     return query, events, times
 
-
-def _in_order(p: ast.Pattern) -> list[ast.EventType]:
-    if isinstance(p, ast.EventType):
-        return [p]
-    return [
-        e
-        for name in ("pattern", "left", "right")
-        if isinstance(child := getattr(p, name, None), ast.Pattern)
-        for e in _in_order(child)
-    ]
 
 
 @aimed("nested selector", "conditions")

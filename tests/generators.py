@@ -210,6 +210,18 @@ def variables_of(pattern: ast.Pattern) -> frozenset[str]:
     raise TypeError(f"unexpected pattern {pattern!r}")
 
 
+def types_in_order(p: ast.Pattern) -> list[ast.EventType]:
+    """The event types of ``p`` left to right."""
+    if isinstance(p, ast.EventType):
+        return [p]
+    return [
+        e
+        for name in ("pattern", "left", "right")
+        if isinstance(child := getattr(p, name, None), ast.Pattern)
+        for e in types_in_order(child)
+    ]
+
+
 @st.composite
 def event_types(draw: st.DrawFn, qualifiers: tuple[str, ...] = ()) -> ast.EventType:
     """``E``, or ``S>E`` with S one of ``qualifiers`` (streams the query reads)."""

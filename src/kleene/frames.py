@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+import kleene.kernels as pc
 from kleene.language.errors import KleeneError, MissingDependencyError
 from kleene.results import MatchBatch
 

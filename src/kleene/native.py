@@ -3,7 +3,8 @@
 A few inner loops, where profiling showed the interpreter itself to be the cost, have a Cython
 twin built by ``setup.py`` at install time (``kleene.runtime._step``: Algorithm 1's step;
 ``kleene.runtime._loop``: the engine's per-event loop around it; ``kleene.runtime._walk``: the tECS walk; ``kleene.runtime._last``: LAST's selection; ``kleene.runtime._nxt``: reading NEXT's match; ``kleene.io._jsonl``: the layout of JSON Lines;
-``kleene.runtime._mr_scan``: MATCH_RECOGNIZE's fast-path search).  Each
+``kleene.runtime._mr_scan``: MATCH_RECOGNIZE's fast-path search; ``kleene.registers._vectortree``:
+the counting aggregates' tree).  Each
 twin does exactly what its pure-Python original does, and the original stays the readable
 reference: the tests run both and compare them.  When a twin was not built (no C compiler where kleene was
 installed) or ``KLEENE_PURE_PYTHON=1`` is set, the original runs.
@@ -26,6 +27,7 @@ TWINS = (
     "kleene.runtime._nxt",
     "kleene.io._jsonl",
     "kleene.runtime._mr_scan",
+    "kleene.registers._vectortree",
 )
 """Every compiled twin setup.py builds."""
 

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
+import kleene.kernels as pc
 from kleene.runtime.enumeration import Columns
 from kleene.runtime.store import Stored
 
@@ -159,7 +160,7 @@ class EventRows:
 
     def take(self, positions: np.ndarray) -> pa.Table:
         """The events at ``positions`` (one row each, repeats allowed)."""
-        return self.table().take(self.rows(positions))
+        return pc.take(self.table(), self.rows(positions))
 
     def values(self, column: str, positions: np.ndarray) -> pa.Array:
         """Column ``column`` of the stored events at ``positions``, whatever the projection
@@ -193,7 +194,7 @@ class EventRows:
         rows = self.rows(positions)
         if 0 < len(rows) and len(rows) * FEW_ROWS < len(self):
             needed, index = np.unique(rows, return_inverse=True)
-            picked = self.table().take(needed).combine_chunks()
+            picked = pc.take(self.table(), needed).combine_chunks()
             return make(picked.to_batches()[0]), index.reshape(-1)
         return self.derived(key, make), rows
 

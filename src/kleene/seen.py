@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+import kleene.kernels as pc
 from kleene.language import ast
 from kleene.language.ast import NO_SPAN, Span
 from kleene.language.errors import UnseenNameError

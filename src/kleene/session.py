@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+import kleene.kernels as pc
 from kleene.io.badrows import SKIP_HINTS, BadRowPolicy
 from kleene.io.reorder import BACKWARDS, UNSORTED_HINT, ReorderBuffer
 from kleene.io.timecol import to_nanos

@@ -20,10 +20,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIR = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 100] AND b[price < a.price] WITHIN 3 EVENTS"
-LAZY = ("lark", "kleene.language.parser", "kleene.language.limits", "kleene.registers.unrolling", "numpy.ma")
+LAZY = (
+    "lark", "kleene.language.parser", "kleene.language.limits", "kleene.registers.unrolling", "numpy.ma",
+    "kleene.runtime.engine", "kleene.automata.determinize", "kleene.registers.merged", "re2", "gzip",
+    "kleene.cli.explain", "kleene.cli.plot", "kleene.cli.sql", "kleene.cli.stream",
+)
 """Not loaded by `kleene run` of a query parsed before (the pair query: the register engine).
 ``numpy.ma``: ``pa.array`` of a numpy array imports it (~9 ms), the pair join's ``take`` does not
-(``kleene.registers.pairs.indices``)."""
+(``kleene.registers.pairs.indices``).  CORE's tECS engine (``kleene.runtime.engine`` and the
+modules under it) and the register runtimes other than the one that runs are not imported; nor
+are re2 (LIKE) and gzip (`.gz` inputs), nor the modules of the other sub-commands."""
 
 RECORD = """
 import atexit, gc, json, os, runpy, sys
@@ -77,6 +83,55 @@ def test_a_query_run_again_loads_neither_lark_nor_the_parser(events: Path, tmp_p
     assert [json.loads(line)["positions"] for line in lines.splitlines()] == [[0, 1]]
     assert "kleene.registers.runtime" in report["modules"]  # the register engine ran
     assert loaded(report["modules"], LAZY) == []
+
+
+STOCK = (
+    '"type","id","name","price","volume","time"\n'
+    '"BUY",0,"MSFT",187.3469651129599,5472,1700000000013\n'
+    '"SELL",1,"AAPL",2.5e+16,548,1700000000028\n'
+    '"BUY",2,"INTC",1e-05,77,1700000000031\n'
+    '"SELL",3,"AAPL",134.764052400317766,12,1700000000049\n'
+    '"BUY",4,"MSFT",101.0,9,1700000000052\n'
+)
+
+
+@pytest.mark.parametrize("rows", [1, 5])
+def test_the_pair_query_runs_without_pyarrow_compute(tmp_path: Path, rows: int) -> None:
+    """``pyarrow.compute`` (~27 ms to import) is not loaded by the pair query's run on stock
+    events (floats written in both notations, strings, integers): its kernels are called through
+    :mod:`kleene.kernels`; one row takes other paths (a single event's type looked up without
+    kernels)."""
+    events = tmp_path / "stock.csv"
+    events.write_text("".join(STOCK.splitlines(keepends=True)[: rows + 1]))
+    out = tmp_path / "out.jsonl"
+    proc, report = run(tmp_path, "run", PAIR, "--input", str(events), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "kleene.registers.pairs" in report["modules"]  # the pair join ran
+    assert loaded(report["modules"], ("pyarrow.compute",)) == []
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["positions"] for line in lines] == ([[1, 2], [3, 4], [1, 4]] if rows > 1 else [])
+    prices = [float(row.split(",")[3]) for row in STOCK.splitlines()[1:]]
+    assert [[e["price"] for e in line["events"]] for line in lines] == [
+        [prices[p] for p in line["positions"]] for line in lines
+    ]
+    assert '"price": 2.5e+16' in out.read_text() or rows == 1  # repr's notation, not Arrow's
+
+
+def test_a_selective_query_runs_without_pyarrow_compute(tmp_path: Path) -> None:
+    """CORE's selective stock query (tECS engine): its few events' rows are taken out of the
+    stored ones (``EventRows.rendered``) through :mod:`kleene.kernels` too."""
+    events = tmp_path / "stock.csv"
+    filler = "".join(f'"BUY",{i},"MSFT",50.5,1,{1700000000000 + i}\n' for i in range(40))
+    events.write_text(STOCK.splitlines(keepends=True)[0] + filler + '"SELL",40,"AAPL",250.25,3,1700000000040\n'
+                      '"BUY",41,"INTC",0.5,4,1700000000041\n')
+    query = "SELECT * FROM S WHERE SELL as a; BUY as b FILTER a[price > 199] AND b[price < 1] WITHIN 3 EVENTS"
+    out = tmp_path / "out.jsonl"
+    proc, report = run(tmp_path, "run", query, "--input", str(events), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "kleene.runtime.engine" in report["modules"]  # CORE's engine ran
+    assert loaded(report["modules"], ("pyarrow.compute",)) == []
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(line["positions"], [e["price"] for e in line["events"]]) for line in lines] == [([40, 41], [250.25, 0.5])]
 
 
 def test_the_process_runs_blas_on_one_thread_and_freezes_before_exit(events: Path, tmp_path: Path) -> None:

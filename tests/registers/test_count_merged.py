@@ -9,6 +9,10 @@
   counts visit per event stay bounded (as do the runs tried and the nodes built) while the
   complex events per event grow a hundredfold; an iteration whose 2^60-odd complex events no
   enumeration could list is counted exactly, in a few node visits.
+Every test here counts through the merged runs (``tuned(aggregates=False)``): queries of the
+aggregates' class (kleene.registers.aggregate, tests/registers/test_aggregate.py) would otherwise
+be counted without runs.
+
 * **Copies.** Where two runs of the SRT could give the same complex event
   (:func:`kleene.registers.counting.unambiguous` says so), the count enumerates and drops copies,
   as the listing does.
@@ -86,7 +90,7 @@ TALLY = {"cases": 0, "countable": 0, "counted": 0}
 def test_count_equals_listed_and_oracle(case: tuple[str, str, list[dict[str, Any]]]) -> None:
     query, bare, events = case
     table = pa.Table.from_pylist(events)
-    compiled = kleene.compile(query)
+    compiled = kleene.compile(query).tuned(aggregates=False)  # the merged runs' count
     assert compiled.register_runtime == "merged"
     counted = compiled.count(table)
     engine = compiled.last_session.engine
@@ -150,7 +154,7 @@ def test_copies_are_counted_once() -> None:
     assert counted == len(list(compiled.matches(table))) == oracle_count(query, events) > 0
     final = "SELECT * WHERE A as a; (B as b OR B+ as b) FILTER b[v > a.v] WITHIN 10 EVENTS"
     assert unambiguous(srt_of(final))
-    compiled = kleene.compile(final)
+    compiled = kleene.compile(final).tuned(aggregates=False)
     counted = compiled.count(table)
     assert compiled.last_session.engine.count_work[0] > 0
     assert counted == len(list(compiled.matches(table))) == oracle_count(final, events) > 0
@@ -176,7 +180,7 @@ def test_window_count_follows_tau_and_keeps_its_memo() -> None:
 
 
 def count_work(query: str, table: pa.Table) -> dict[str, int]:
-    compiled = kleene.compile(query, max_matches=1 << 62)
+    compiled = kleene.compile(query, max_matches=1 << 62).tuned(aggregates=False)
     found = compiled.count(table.to_batches(max_chunksize=1000))
     engine = compiled.last_session.engine
     assert isinstance(engine, MergedEngine) and engine.countable
@@ -224,7 +228,7 @@ def test_an_iteration_too_large_to_list_is_counted() -> None:
     subset of the Bs), counted exactly under the window from a few hundred node visits."""
     events = [{"type": "A", "v": 0}] + [{"type": "B", "v": 1}] * 60 + [{"type": "C", "v": 1}]
     query = "SELECT * WHERE A as a; (B as b)+; C as c FILTER c[v > a.v] WITHIN 100 EVENTS"
-    compiled = kleene.compile(query, max_matches=1 << 62)
+    compiled = kleene.compile(query, max_matches=1 << 62).tuned(aggregates=False)
     assert compiled.count(pa.Table.from_pylist(events)) == 2**60 - 1
     engine = compiled.last_session.engine
     assert 0 < engine.count_work[0] < 1000  # 294 nodes at the last run
@@ -273,7 +277,7 @@ def test_cutting_the_window_costs_constant_time_per_union() -> None:
     r = rng.random(n)
     kind = np.where(r < 0.1, "A", np.where(r < 0.15, "B", np.where(r < 0.16, "C", "X")))
     table = pa.table({"type": kind, "price": rng.integers(0, 1000, n)})
-    compiled = kleene.compile(SEQ3.format(w=5000), max_matches=1 << 62)
+    compiled = kleene.compile(SEQ3.format(w=5000), max_matches=1 << 62).tuned(aggregates=False)
     compiled.count(table.to_batches(max_chunksize=1000))
     engine = compiled.last_session.engine
     print("unions built", engine.nodes, "looked at by the cuts", engine.scanned)

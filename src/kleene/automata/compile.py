@@ -469,6 +469,35 @@ class _Builder:
         return _Fragment(ts, frozenset({q1}), frozenset({q2}))
 
 
+@dataclass(frozen=True)
+class SelectorAutomaton:
+    """A nested selector's product (kleene.automata.selection) as this module builds it, for
+    the register engine (kleene.registers.selectors), which carries it in its own states.
+
+    ``transitions``: ``(source, mask, neg, names, target)``, masks in the ``Atoms`` numbering it
+    was built with; ``names`` empty: the current run skips the event (its bits still decide
+    the target, since the other runs may take it).  ``entry`` waits with its own transitions.
+    """
+
+    transitions: tuple[tuple[int, int, int, frozenset[str], int], ...]
+    entry: int
+    finals: frozenset[int]
+
+
+def selector_automaton(
+    p: ast.Selector, atoms: Atoms, limits: Limits | None = None
+) -> SelectorAutomaton:
+    """``NEXT(ρ)``, ``LAST(ρ)`` or ``MAX(ρ)`` compiled in place, as inside a tECS automaton:
+    the one construction of the product, reused by the register engine."""
+    frag = _Builder(atoms, limits)._Selector(p)
+    (entry,) = frag.initial
+    return SelectorAutomaton(
+        tuple((t.source, t.mask, t.neg, t.labels, t.target) for t in frag.transitions),
+        entry,
+        frag.finals,
+    )
+
+
 def _waiting(f: _Fragment) -> _Fragment:
     """``f`` whose initial states all wait: those of nested selectors with their own
     transitions, the others with a TRUE loop (as after ';'); for a product (AND, UNLESS's left)

@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+import kleene.kernels as pc
 from kleene.language.errors import DataError
 
 UNIT_NANOS: dict[str, int] = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}

@@ -42,8 +42,8 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+import kleene.kernels as pc
 from kleene.language.errors import KleeneError
 from kleene.native import load
 from kleene.results import partition_labels
@@ -206,8 +206,11 @@ class JsonlWriter:
             except BaseException as exc:  # noqa: BLE001 - raised again by _settle, in the caller
                 self._behind_error = exc
 
-        self._behind = threading.Thread(target=run, name="kleene-jsonl", daemon=False)
-        self._behind.start()
+        thread = threading.Thread(target=run, name="kleene-jsonl", daemon=False)
+        # Kept only once started: a SIGTERM or Ctrl-C raised inside start() (its wait for the
+        # thread) must not leave a thread that the abort's close would join before its start.
+        thread.start()
+        self._behind = thread
         self.laid_out_behind += 1
 
     def _settle(self) -> None:
@@ -304,22 +307,22 @@ def json_values(arr: pa.Array | pa.ChunkedArray, *, ensure_ascii: bool = False) 
         arr = arr.combine_chunks()
     t = arr.type
     if pa.types.is_dictionary(t):
-        arr = arr.cast(t.value_type)
+        arr = pc.cast(arr, t.value_type)
         t = arr.type
     if pa.types.is_null(t):
         return pa.array(["null"] * len(arr), pa.string())
     if pa.types.is_integer(t):
-        return pc.cast(arr, pa.string()).fill_null("null")
+        return pc.fill_null(pc.cast(arr, pa.string()), "null")
     if pa.types.is_boolean(t):
-        return pc.if_else(arr, "true", "false").fill_null("null")
+        return pc.fill_null(pc.if_else(arr, "true", "false"), "null")
     if pa.types.is_floating(t):
-        return _json_floats(arr if t == pa.float64() else arr.cast(pa.float64()))
+        return _json_floats(arr if t == pa.float64() else pc.cast(arr, pa.float64()))
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         # Few distinct values in most event data (names, types): encode each once.
         encoded = pc.dictionary_encode(arr)
         encode = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
         texts = pa.array(list(map(encode, encoded.dictionary.to_pylist())), pa.string())
-        return texts.take(encoded.indices).fill_null("null")
+        return pc.fill_null(pc.take(texts, encoded.indices), "null")
     return pa.array([dumps(v, ensure_ascii=ensure_ascii) for v in arr.to_pylist()], pa.string())
 
 
@@ -332,21 +335,21 @@ def _json_floats(arr: pa.Array) -> pa.Array:
     too, adding ``.0`` to a text without a point gives ``repr``; the other
     values (scientific notation either way) go through ``repr`` itself.
     """
-    finite = pc.is_finite(arr).fill_null(False)
+    finite = pc.fill_null(pc.is_finite(arr), False)
     texts = pc.cast(arr, pa.string())
     size = pc.abs(arr)
     positional = pc.or_(
         pc.and_(pc.greater_equal(size, 1e-4), pc.less(size, 1e16)), pc.equal(size, 0.0)
     )
     arrow_positional = pc.invert(pc.match_substring(texts, "e"))
-    fast = pc.and_(finite, pc.and_(positional, arrow_positional)).fill_null(False)
+    fast = pc.fill_null(pc.and_(finite, pc.and_(positional, arrow_positional)), False)
     pointless = pc.and_(fast, pc.invert(pc.match_substring(texts, ".")))
     if pc.any(pointless).as_py():  # whole numbers (most float columns have none)
         texts = pc.if_else(pointless, pc.binary_join_element_wise(texts, ".0", ""), texts)
     slow = pc.and_(finite, pc.invert(fast))
     if pc.any(slow).as_py():
         index = np.flatnonzero(slow.to_numpy(zero_copy_only=False))
-        values = arr.take(pa.array(index)).to_pylist()
+        values = pc.take(arr, pa.array(index)).to_pylist()
         fixed = texts.to_pylist()
         for i, v in zip(index.tolist(), values):
             fixed[i] = float.__repr__(v)
@@ -422,7 +425,7 @@ def _rendered_columns(batch: pa.RecordBatch | pa.Table, ensure_ascii: bool) -> l
 def _text_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """A string array's int64 offsets (one per value, and the end) and UTF-8 bytes, for the
     compiled twins (no copy of the bytes)."""
-    arr = arr.cast(pa.large_string())
+    arr = pc.cast(arr, pa.large_string())
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
     data = arr.buffers()[2]
     return offsets, np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
@@ -446,7 +449,7 @@ def _rendered_rows(batch: pa.RecordBatch, ensure_ascii: bool) -> tuple[pa.Array,
 
     large_string: the lines of one batch may pass 2 GiB.
     """
-    rows = json_rows(batch, ensure_ascii=ensure_ascii).cast(pa.large_string())
+    rows = pc.cast(json_rows(batch, ensure_ascii=ensure_ascii), pa.large_string())
     large = pa.large_string()
     return rows, pc.binary_join_element_wise(pa.scalar(", ", large), rows, pa.scalar("", large))
 
@@ -512,7 +515,7 @@ def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
     if events is None:
         raise ValueError("this batch has no events' data: ask for it with events=True")
     (head_texts, head_of), (tail_texts, tail_of) = _heads_and_tails(batch, ensure_ascii)
-    heads: Any = head_texts[0] if head_of is None else pa.array(head_texts).take(pa.array(head_of))
+    heads: Any = head_texts[0] if head_of is None else pc.take(pa.array(head_texts), pa.array(head_of))
     parts: list[Any] = [
         heads,
         pc.cast(pa.array(batch.start), pa.string()),
@@ -525,7 +528,7 @@ def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
     heads = _concat(parts, n)
     tails = pa.array(tail_texts, pa.string())
     if tail_of is not None:
-        tails = tails.take(pa.array(tail_of))
+        tails = pc.take(tails, pa.array(tail_of))
     # Each stored input row rendered once (kept with its stored batch), as is
     # and after ", " (the events after the first of a line).
     (rendered, separated), rows = events.rendered(
@@ -533,7 +536,7 @@ def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
     )
     m = len(rendered)
     source = pa.concat_arrays(
-        [heads.cast(pa.large_string()), tails.cast(pa.large_string()), rendered, separated]
+        [pc.cast(heads, pa.large_string()), pc.cast(tails, pa.large_string()), rendered, separated]
     )
     # Piece indices: line i takes items offsets[i] + 2i .. offsets[i + 1] + 2i + 1.
     lengths = np.diff(batch.offsets)
@@ -549,7 +552,7 @@ def _line_array(batch: MatchBatch, ensure_ascii: bool) -> pa.Array:
     first = np.zeros(len(rows), dtype=bool)
     first[batch.offsets[:-1][lengths > 0]] = True
     index[slots] = len(tails) + n + rows + np.where(first, 0, m)
-    text = source.take(pa.array(index))
+    text = pc.take(source, pa.array(index))
     item_offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset : text.offset + total + 1]
     line_offsets = item_offsets[np.append(starts, total)]
     return pa.LargeStringArray.from_buffers(
@@ -602,7 +605,7 @@ def json_bytes(batch: MatchBatch, *, ensure_ascii: bool = False) -> memoryview:
     lay_out = _line_array if _jsonl is None else _compiled_line_array
     lines = batch.render(lambda b: lay_out(b, ensure_ascii))
     if lines.type != pa.large_string():
-        lines = lines.cast(pa.large_string())
+        lines = pc.cast(lines, pa.large_string())
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)
     lo, hi = int(offsets[lines.offset]), int(offsets[lines.offset + len(lines)])
     return memoryview(lines.buffers()[2])[lo:hi]

@@ -16,8 +16,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Iterable
-
-import re2
+from typing import TYPE_CHECKING
 
 from kleene.language import ast
 from kleene.language.ast import NO_SPAN, Span
@@ -41,6 +40,9 @@ from kleene.language.variables import (
     variable_event_types,
 )
 
+if TYPE_CHECKING:
+    import re2
+
 __all__ = ["bound_variables", "check", "compile_like"]
 
 """Strategies that compare whole matches: evaluated on SELECT * only, for now."""
@@ -52,6 +54,8 @@ _LIMIT_RE = re.compile(r"\blimit\s+(-?\s*\d)", re.IGNORECASE)
 
 def compile_like(pattern: str) -> re2._Regexp:
     """Compile a LIKE regex with RE2 (linear time); raises ``re2.error``."""
+    import re2  # only for LIKE (start-up time of every other query)
+
     options = re2.Options()
     options.log_errors = False
     return re2.compile(pattern, options)
@@ -280,6 +284,8 @@ class _Checker:
             kind = self.expr(p.operand, var, types)
             if kind is not None and kind != "string":
                 raise self.error(f"LIKE needs a string, not {_a(kind)}", p.span)
+            import re2  # only for LIKE
+
             try:
                 compile_like(p.pattern)
             except re2.error as exc:

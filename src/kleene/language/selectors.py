@@ -35,8 +35,10 @@ engines a query is rewritten, before it is checked and planned (docs/semantics.m
   entered both after the left side and where the sequence is), ``STRICT`` over
   ``ALL`` (the union of two matches is an interval without each being one) or
   over NEXT/LAST/MAX, and a selector inside ``NOT(...)`` (one event).  The
-  register engine (conditions between events) takes no nested NEXT/LAST/MAX
-  (the planner refuses it).
+  register engine (conditions between events) takes a nested NEXT/LAST/MAX where the
+  tECS engine does, but inside ALL/UNLESS and at the start of a ``:+`` iteration, when no
+  such condition reads its events (:func:`register_refusal` says where and why otherwise;
+  the planner refuses it; kleene.registers.selectors builds it).
 """
 
 from __future__ import annotations
@@ -296,37 +298,104 @@ def anchored_selectors(p: ast.Pattern) -> list[ast.Selector]:
     return []
 
 
-def register_refusal(p: ast.Pattern, reason: str) -> tuple[ast.Selector, str]:
+def register_refusal(p: ast.Pattern, reason: str) -> tuple[ast.Selector, str] | None:
     """Where and why a NEXT/LAST/MAX inside ``p`` (desugared) cannot run on the register
-    engine, which ``reason`` (a condition between events) chose.
+    engine, which ``reason`` (a condition between events) chose; None: every one can.
 
-    Two cases.  A condition between events *inside* the selector, or reading a variable bound
-    inside it: which runs of its pattern survive depends on the values their conditions read,
-    so the selector's classes of competing runs (sets of states, kleene.automata.selection)
-    would have to hold register values, which no finite product does.  Conditions only
-    outside it: the product is finite and could ride in the register automaton's states,
-    but that construction is not built.
+    A condition between events *inside* a selector, or reading a variable bound inside it:
+    which runs of its pattern survive depends on the values their conditions read, so the
+    selector's classes of competing runs (sets of states, kleene.automata.selection) would have
+    to hold register values, which no finite product does.  Conditions only outside it: the
+    product is finite and rides in the register automaton's states (kleene.registers.selectors),
+    entered where the tECS engine enters it; the positions the register builder does not reach
+    (inside ALL or UNLESS, the start of a ``:+`` iteration or of one right after ``:``) are
+    refused with the reason.
     """
-    sel = first_selector(p)
-    if not isinstance(sel, ast.Selector):
+    everyone = _selectors(p)
+    if not everyone:
         raise ValueError("register_refusal: no selector in the pattern")
-    inside = bound_variables(sel.pattern)
-    own = {id(atom) for _, atom in nary_filters(sel.pattern)}
-    for _, atom in nary_filters(p):
-        names = {atom.var} | {v.var for v in var_attrs(atom.pred)}
-        if id(atom) in own or names & inside:
-            return sel, (
-                f"{sel.strategy}(...) with a condition between events on its events is not "
-                "supported: its choice compares runs of its pattern that the condition keeps "
-                "or drops by the values it reads, which no finite product of states tracks "
-                "(the register engine's runs differ in data, not only in states); write the "
-                f"condition outside the selector on events it does not choose, or choose on "
-                f"the whole pattern (SELECT {sel.strategy} *), which the register engine runs"
-            )
+    for sel in everyone:
+        inside = bound_variables(sel.pattern)
+        own = {id(atom) for _, atom in nary_filters(sel.pattern)}
+        for _, atom in nary_filters(p):
+            names = {atom.var} | {v.var for v in var_attrs(atom.pred)}
+            if id(atom) in own or names & inside:
+                return sel, (
+                    f"{sel.strategy}(...) with a condition between events on its events is not "
+                    "supported: its choice compares runs of its pattern that the condition keeps "
+                    "or drops by the values it reads, which no finite product of states tracks "
+                    "(the register engine's runs differ in data, not only in states); write the "
+                    f"condition outside the selector on events it does not choose, or choose on "
+                    f"the whole pattern (SELECT {sel.strategy} *), which the register engine runs"
+                )
+    found = _misplaced(p, after=";", product=None)
+    if found is None:
+        return None
+    sel, where = found
     return sel, (
-        f"{sel.strategy}(...) inside the pattern is evaluated by the tECS engine only, and this "
-        f"query has conditions between events ({reason}); they do not read the selector's "
-        "events, so the construction is possible (the selector's product has unary conditions "
-        "only) but not built in the register engine: choose on the whole pattern "
-        f"(SELECT {sel.strategy} *) if that is what is meant"
+        f"{sel.strategy}(...) {where} is evaluated by the tECS engine only, and this query has "
+        f"conditions between events ({reason}); the register engine carries a selector's "
+        "product in its states after the left side of ';' or ':', at the start of the pattern "
+        "(without a window), under AS, FILTER, OR, AND, or starting an iteration '+' or a "
+        "repetition after ';', but not inside ALL or UNLESS, nor starting a ':+' iteration: write it "
+        f"outside them, or choose on the whole pattern (SELECT {sel.strategy} *) if that is what "
+        "is meant"
     )
+
+
+def _selectors(p: ast.Pattern) -> list[ast.Selector]:
+    """The outermost NEXT/LAST/MAX of ``p`` (those inside them are their product's business)."""
+    if isinstance(p, ast.Selector):
+        return [p]
+    return [s for child in _children(p) for s in _selectors(child)]
+
+
+def _children(p: ast.Pattern) -> list[ast.Pattern]:
+    return [
+        child
+        for name in ("left", "right", "pattern")
+        if isinstance(child := getattr(p, name, None), ast.Pattern)
+    ]
+
+
+def _misplaced(
+    p: ast.Pattern, after: str, product: str | None
+) -> tuple[ast.Selector, str] | None:
+    """The first selector of ``p`` the register builder cannot enter, and where it is.
+
+    ``after``: what ``p``'s start follows, ``";"`` (the left side of ``;`` or the start of the
+    pattern, where the planner made sure a selector may be anchored: both wait), ``":"`` (it
+    may not wait) or ``""`` (the start of an iteration whose first turn may not wait but the
+    later ones may, or of a ':+' iteration, which the tECS engine only builds); ``product``: ``p``
+    is inside a side of ALL or UNLESS (named), whose register construction takes TRUE loops
+    only (AND pairs a selector's skips with the other side's).
+    """
+    if isinstance(p, ast.Selector):
+        if product is not None:
+            return p, f"inside {product}"
+        if not after:
+            return p, "at the start of an iteration after ':' or of a ':+' iteration"
+        return None
+    if isinstance(p, ast.As | ast.Filter):
+        return _misplaced(p.pattern, after, product)
+    if isinstance(p, ast.Iter | ast.Star):
+        # each later turn is entered after the previous one, by ';' (':+': contiguously, which
+        # the tECS engine gives the later turns only); a repetition is written out into ';'/':'
+        contiguous = isinstance(p, ast.Iter) and p.contiguous
+        return _misplaced(p.pattern, "" if contiguous or after != ";" else after, product)
+    if isinstance(p, ast.Repeat):  # written out (kleene.automata.unroll): an iteration if open
+        turns = p.high is None and (p.contiguous or (max(p.low, 1) == 1 and after != ";"))
+        return _misplaced(p.pattern, "" if turns else after, product)
+    if isinstance(p, ast.Seq):
+        here = ":" if p.contiguous else ";"
+        return _misplaced(p.left, after, product) or _misplaced(
+            p.right, after if nullable(p.left) else here, product
+        )
+    if isinstance(p, ast.Or):
+        return _misplaced(p.left, after, product) or _misplaced(p.right, after, product)
+    if isinstance(p, ast.And):  # both sides read the same events: entered where AND is
+        return _misplaced(p.left, after, product) or _misplaced(p.right, after, product)
+    if isinstance(p, ast.All | ast.Unless):
+        name = "a side of ALL" if isinstance(p, ast.All) else "UNLESS"
+        return _misplaced(p.left, after, name) or _misplaced(p.right, after, name)
+    return None

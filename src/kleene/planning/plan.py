@@ -12,9 +12,6 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from kleene.automata.cea import CEA
-from kleene.automata.compile import Labels
-from kleene.automata.determinize import LazyDFA
 from kleene.language import ast
 from kleene.language.printer import window_to_ceql
 from kleene.language.schema import Schema
@@ -23,10 +20,11 @@ from kleene.predicates.atoms import Atoms
 from kleene.predicates.conform import Requirement
 from kleene.predicates.table import PredicateTable
 from kleene.runtime.contract import BatchEngine
-from kleene.runtime.engine import Engine, Settings
-from kleene.runtime.projection import Projector
+from kleene.runtime.settings import Settings
 
 if TYPE_CHECKING:
+    from kleene.automata.cea import CEA
+    from kleene.automata.compile import Labels
     from kleene.registers.automaton import SRT
 
 
@@ -46,6 +44,9 @@ class Tuning:
     """Skip events no complex event can contain (kleene.runtime.lookahead)."""
     windowed: bool = False
     register_runtime: str | None = None
+    aggregates: bool = True
+    """Count by aggregates over register values where the query allows it
+    (kleene.registers.aggregate); False keeps the merged runs' count."""
 
 
 RUNTIME_EXPLAINED = {
@@ -112,17 +113,23 @@ class Plan:
         """A fresh engine of the kind the planner chose, in its initial state."""
         if self.srt is not None:
             # Loaded only by queries with conditions between events: most runs never need
-            # the register engine, and importing it costs start-up time.
-            from kleene.registers.merged import MergedEngine
+            # the register engine, and importing it costs start-up time (each runtime too).
             from kleene.registers.runtime import RegisterEngine
-            from kleene.registers.window_runtime import WindowedEngine
 
             settings = self.settings
-            runtime: type[RegisterEngine] = {
-                "windowed": WindowedEngine, "merged": MergedEngine
-            }.get(self.register_runtime or "runs", RegisterEngine)
+            runtime: type[RegisterEngine] = RegisterEngine
+            if self.register_runtime == "windowed":
+                from kleene.registers.window_runtime import WindowedEngine
+
+                runtime = WindowedEngine
+            elif self.register_runtime == "merged":
+                from kleene.registers.merged import MergedEngine
+
+                runtime = MergedEngine
+            extra = {"aggregates": self.tuning.aggregates} if self.register_runtime == "merged" else {}
             return runtime(
                 self.srt,
+                **extra,
                 window=settings.window,
                 partitioned=settings.partitioned,
                 consume=settings.consume,
@@ -131,6 +138,11 @@ class Plan:
                 type_column=self.options.type_column,
                 limits=self.options.limits,
             )
+        # CORE's engine, loaded only by the queries it runs (start-up time of the others)
+        from kleene.automata.determinize import LazyDFA
+        from kleene.runtime.engine import Engine
+        from kleene.runtime.projection import Projector
+
         assert self.cea is not None
         projector = None
         if self.labels is not None:  # a fresh projector: it keeps this engine's events
@@ -185,11 +197,25 @@ class Plan:
                 f"prefilter: {len(srt.event_types)} event types and {len(srt.preds)} unary "
                 "predicates evaluated vectorized; "
                 + (
-                    "every event visited (contiguity)"
+                    "every event visited (a nested selector's product)"
+                    if srt.selectors
+                    else "every event visited (contiguity)"
                     if srt.contiguous or self.query.select.strategy == "STRICT"
                     else "only events some transition accepts are visited"
                 )
             )
+            if srt.selectors:
+                lines.append(
+                    f"nested selectors: {', '.join(srt.selectors)}, each a finite product over "
+                    "unary predicates (the tECS engine's) carried in the automaton's states, "
+                    "entered where the tECS engine enters it; merged runs and the run index do "
+                    "not apply (its runs move on every event)"
+                )
+            if srt.anchored:
+                lines.append(
+                    "anchored: a selector starts the pattern, so one run per partition starts at "
+                    "its first event and waits (a match starts at its first bound event)"
+                )
             lines.append("runtime: " + RUNTIME_EXPLAINED[self.register_runtime or "runs"])
             for k, seeded in enumerate(srt.seeded):
                 if seeded:  # issue 18: the right side reads the left side's variables
@@ -202,6 +228,11 @@ class Plan:
                 from kleene.registers.index import describe
 
                 lines.append(describe(srt, self.settings.strategy, self.settings.limit))
+            if self.register_runtime == "merged" and self.tuning.aggregates:
+                from kleene.registers.aggregate import describe as counting
+
+                s = self.settings
+                lines.append(counting(srt, s.strategy, s.limit, s.consume))
         elif self.cea is not None:
             lines.append(
                 f"automaton: complex event automaton, {self.cea.num_states} states, "

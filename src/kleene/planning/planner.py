@@ -34,7 +34,7 @@ from kleene.predicates.atoms import Atoms
 from kleene.predicates.conform import Requirement
 from kleene.predicates.kinds import infer_kinds
 from kleene.predicates.table import MAX_WIDTH, PredicateTable
-from kleene.runtime.engine import Settings
+from kleene.runtime.settings import Settings
 
 WHOLE_MATCH_STRATEGIES = ("NEXT", "LAST", "MAX")
 """Strategies that compare whole matches: with a projection they run on SELECT *'s automaton
@@ -105,8 +105,10 @@ def plan_query(
     )
     engine, reason = choose_engine(written)
     if engine == "registers" and has_selectors(query.where):
-        sel, why = register_refusal(query.where, reason)
-        raise UnsupportedError(why, sel.span.line, sel.span.column, text)
+        refused = register_refusal(query.where, reason)
+        if refused is not None:
+            sel, why = refused
+            raise UnsupportedError(why, sel.span.line, sel.span.column, text)
     atoms = Atoms()
     cea = labels = srt = register_runtime = None
     # a[2 * c.price >= price], c after a, runs as c[2 * price >= a.price] (docs/semantics.md)
@@ -120,8 +122,10 @@ def plan_query(
 
         # The SRT marks every event under a whole-match strategy, and the
         # runtime projects the chosen ones (kleene.registers.runtime).
+        # (A selector at the start needs no replay here: a run's start is its first bound event.)
         srt = compile_srt(
-            where, projection, with_streams=with_streams, strategy_first=whole_match,
+            where, projection, with_streams=with_streams,
+            strategy_first=whole_match and query.select.strategy in WHOLE_MATCH_STRATEGIES,
             limits=options.limits,
         )
         atoms.event_types = list(srt.event_types)
@@ -131,6 +135,8 @@ def plan_query(
         register_runtime = tuning.register_runtime or choose_register_runtime(
             srt, settings, window, options.type_column, windowed=tuning.windowed
         )
+        if register_runtime != "runs" and srt.selectors:
+            raise ValueError("a nested selector's product runs on the plain runs only")
         if register_runtime == "windowed" and not isinstance(window, ast.EventsWindow):
             raise ValueError("the windowed runtime needs a WITHIN n EVENTS window")
         if register_runtime == "merged" and not applies(srt, settings.strategy, settings.limit):

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+import kleene.kernels as pc
 from kleene.predicates.values import NUMS, Vec, and_valid, fits, row_valid
 
 _TWO_63 = float(2**63)

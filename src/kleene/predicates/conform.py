@@ -57,7 +57,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+import kleene.kernels as pc
 
 KINDS = ("number", "string", "boolean")
 
@@ -137,7 +138,7 @@ def _not_numbers(arr: pa.Array) -> _Reasons:
 def _mask(arr: pa.Array) -> np.ndarray:
     """Arrow booleans (nulls = false) as numpy."""
     if arr.null_count:
-        arr = arr.fill_null(False)
+        arr = pc.fill_null(arr, False)
     return np.asarray(arr)
 
 
@@ -149,7 +150,7 @@ def _nulls(arr: pa.Array) -> np.ndarray:
         return _nulls(indices) | entry_null[np.asarray(indices.fill_null(0)).astype(np.intp)]
     if arr.null_count == 0:
         return np.zeros(len(arr), bool)
-    return np.asarray(arr.is_null())
+    return np.asarray(pc.is_null(arr))
 
 
 def _is_string(t: pa.DataType) -> bool:
@@ -269,11 +270,11 @@ def _to_number(arr: pa.Array) -> tuple[pa.Array, list[_Problem]]:
     null: _Problem = (_nulls(arr), _fixed(NULL))
     if pa.types.is_integer(t):
         try:
-            return arr.cast(pa.int64()), [null]
+            return pc.cast(arr, pa.int64()), [null]
         except pa.ArrowInvalid:  # uint64 beyond int64: the predicates read it exactly
             return arr, [null]
     if pa.types.is_floating(t) or pa.types.is_decimal(t):
-        out = arr.cast(pa.float64())
+        out = pc.cast(arr, pa.float64())
         return out, [null, (_mask(pc.is_nan(out)), _fixed(NAN))]
     if pa.types.is_temporal(t):
         return arr, [null]

@@ -16,9 +16,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import re2
 
+import kleene.kernels as pc
 from kleene.language import ast
 from kleene.language.errors import QueryError
 from kleene.predicates.arithmetic import arith, neg
@@ -122,6 +121,8 @@ class _CompareP(Node):
 class _LikeP(Node):
     def __init__(self, operand: Node, node: ast.Like) -> None:
         self.operand = operand
+        import re2  # only for LIKE (start-up time of every other query)
+
         try:
             self.regex = re2.compile(node.pattern)
         except re2.error as exc:

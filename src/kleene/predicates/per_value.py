@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+import kleene.kernels as pc
 from kleene.predicates.nodes import Ctx, Node
 from kleene.predicates.values import dict_parts, is_string
 

@@ -50,8 +50,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+import kleene.kernels as pc
 from kleene.language import ast
 from kleene.language.errors import KleeneError
 from kleene.predicates.kinds import infer_kinds
@@ -134,13 +134,13 @@ class _NameBits:
         if n == 1:  # a single pushed event: skip the kernels
             name = col[0].as_py()
             if name is not None and not isinstance(name, str):
-                name = pa.scalar(name).cast(pa.string()).as_py()
+                name = pc.cast(pa.scalar(name), pa.string()).as_py()
             return np.array([self.mask_of.get(name, 0) if name is not None else 0], np.uint64)
         if pa.types.is_dictionary(col.type):  # look up the distinct names only
             dictionary = col.dictionary
             if not is_string(dictionary.type):
-                dictionary = dictionary.cast(pa.string())
-            pos = pc.index_in(dictionary, value_set=self.names).fill_null(none)  # a null entry: none
+                dictionary = pc.cast(dictionary, pa.string())
+            pos = pc.fill_null(pc.index_in(dictionary, value_set=self.names), none)  # a null entry: none
             per_value = self.masks[np.asarray(pos).astype(np.intp)]
             if not col.null_count and len(per_value) and (per_value == per_value[0]).all():
                 return np.full(n, per_value[0], np.uint64)  # one name (or names of one meaning)
@@ -151,10 +151,10 @@ class _NameBits:
             return out
         if not is_string(col.type):
             try:
-                col = col.cast(pa.string())
+                col = pc.cast(col, pa.string())
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 return np.zeros(n, np.uint64)
-        pos = pc.index_in(col, value_set=self.names).fill_null(none)
+        pos = pc.fill_null(pc.index_in(col, value_set=self.names), none)
         return self.masks[np.asarray(pos).astype(np.intp)]
 
 

@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+import kleene.kernels as pc
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1

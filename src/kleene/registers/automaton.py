@@ -156,6 +156,12 @@ class SRT:
     each bound to the left match's first event; empty for a monitor on its own.  A seeded
     monitor runs once per left start, its runs starting with those registers holding the
     start's event (:class:`kleene.registers.runtime.RegisterEngine`)."""
+    selectors: tuple[str, ...] = ()
+    """The strategies of the nested selectors whose products ride in the states
+    (kleene.registers.selectors): their states are not stationary, so every event is visited."""
+    anchored: bool = False
+    """A selector starts the pattern: one run per partition starts at its first event and waits
+    (its competitors are every match since then); a match starts at its first bound event."""
 
     @property
     def relevant_masks(self) -> tuple[int, ...]:
@@ -174,8 +180,8 @@ class SRT:
 
 def without_empty(p: ast.Pattern) -> ast.Pattern:
     """An equivalent pattern whose fragments never match the empty string."""
-    if isinstance(p, ast.EventType | ast.NotEvent):
-        return p
+    if isinstance(p, ast.EventType | ast.NotEvent | ast.Selector):
+        return p  # a selector's pattern is compiled by the tECS construction, as written
     if isinstance(p, ast.Star):
         return ast.Iter(without_empty(p.pattern), False, p.span)
     if isinstance(p, ast.Repeat):
@@ -221,6 +227,9 @@ class _Cons:
     guards are its guards too, added once the registers are numbered)."""
     checks: set[tuple[int, int]] = field(default_factory=set)
     """UNLESS checks (see :class:`RTransition`)."""
+    reads: bool = False
+    """A nested selector's transition that skips the event (no variables) under a mask: it
+    reads the event's bits, unlike a gap's TRUE loop (kleene.registers.selectors)."""
 
 
 @dataclass(frozen=True)
@@ -228,6 +237,10 @@ class _Frag:
     start: int
     final: int
     cons: tuple[_Cons, ...]
+    entries: tuple[int, ...] = ()
+    """The fragment starts with a nested selector: the states at its start that wait by
+    themselves (a selector's entry, with its own transitions, and a gap state before each other
+    branch of an OR there), so ``;`` enters it without a gap state (kleene.registers.selectors)."""
 
 
 class _Builder:
@@ -263,6 +276,7 @@ class _Builder:
         """The AND/ALL sides the builder is inside (``""``: none; ``"@1"``, ``"@1.2"``, ...)."""
         self.sides = 0
         self.attributes: list[str] = []
+        self.selectors: list[str] = []
         self.monitors: list[_Frag] = []
         """The right sides of UNLESS, built into the same ε-NFA (unreachable from the query's
         start) and ε-eliminated on their own."""
@@ -380,7 +394,7 @@ class _Builder:
             return frag
         entry = self.state()
         self.edge(entry, frag.start, frozenset({prev_reg}))
-        return _Frag(entry, frag.final, frag.cons)
+        return _Frag(entry, frag.final, frag.cons, frag.entries)
 
     def _either_order(
         self, frag: _Frag, c: ast.Pred, x: str, a: str, slots: dict[tuple[str, bool], int]
@@ -427,22 +441,73 @@ class _Builder:
 
     def _Or(self, p: ast.Or) -> _Frag:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
+        if bool(a.entries) != bool(b.entries):  # the other side waits with a TRUE loop
+            a, b = self._waiting(a), self._waiting(b)
         s, f = self.state(), self.state()
         self.edge(s, a.start)
         self.edge(s, b.start)
         self.edge(a.final, f)
         self.edge(b.final, f)
-        return _Frag(s, f, a.cons + b.cons)
+        return _Frag(s, f, a.cons + b.cons, a.entries + b.entries)
+
+    def _waiting(self, frag: _Frag) -> _Frag:
+        """``frag`` entered through a gap state, unless it starts with a nested selector."""
+        if frag.entries:
+            return frag
+        g = self.gap_state()
+        self.edge(g, frag.start)
+        return _Frag(g, frag.final, frag.cons, (g,))
 
     def _Seq(self, p: ast.Seq) -> _Frag:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
-        if p.contiguous:
+        if p.contiguous or b.entries:
+            # A nested selector waits with its own transitions (no gap state); after ':' it
+            # may not wait, as in kleene.automata.compile, nor the other branches there.
+            if p.contiguous and b.entries:
+                b = self._unwaited(b)
             self.edge(a.final, b.start)
-            return _Frag(a.start, b.final, a.cons + b.cons)
+            return _Frag(a.start, b.final, a.cons + b.cons, a.entries)
         g = self.gap_state()
         self.edge(a.final, g)
         self.edge(g, b.start)
-        return _Frag(a.start, b.final, a.cons + b.cons)
+        return _Frag(a.start, b.final, a.cons + b.cons, a.entries)
+
+    def _unwaited(self, frag: _Frag) -> _Frag:
+        """``frag`` whose waiting states at its start (``entries``) do not wait: their skipping
+        transitions go (a selector entered after ':')."""
+        waiting = set(frag.entries)
+        drop = {
+            id(t)
+            for t in self.cons
+            if t.source in waiting and not t.variables and (t.reads or t.target == t.source)
+        }
+        self.cons = [t for t in self.cons if id(t) not in drop]
+        return _Frag(frag.start, frag.final, tuple(t for t in frag.cons if id(t) not in drop))
+
+    def _Selector(self, p: ast.Selector) -> _Frag:  # noqa: N802
+        """``NEXT/LAST/MAX(ρ)``: the tECS product in this automaton's states (registers/selectors.py)."""
+        from kleene.registers.selectors import selector_in_registers
+
+        made = selector_in_registers(
+            p, self.event_types, self.streams, self.stream_base, self.bit, self.limits
+        )
+        self.selectors.append(p.strategy)
+        ids: dict[int, int] = {}
+
+        def state(q: int) -> int:
+            if q not in ids:
+                ids[q] = self.state()
+            return ids[q]
+
+        out = []
+        for source, mask, neg, names, target in made.transitions:
+            t = _Cons(state(source), mask, set(names), state(target), neg, reads=not names)
+            self.cons.append(t)
+            out.append(t)
+        f = self.state()
+        for q in made.finals:
+            self.edge(state(q), f)
+        return _Frag(state(made.entry), f, tuple(out), (state(made.entry),))
 
     def _And(self, p: ast.And) -> _Frag:  # noqa: N802
         return self._product(p.left, p.right, interleave=False)
@@ -480,14 +545,21 @@ class _Builder:
         product only on variables of one side.
         """
         a, b = self._side(left), self._side(right)
+        waits = not interleave and bool(a.entries or b.entries)
+        if waits:  # a side starts with a nested selector: both wait, together (as in compile.py)
+            a, b = self._waiting(a), self._waiting(b)
         eps_out: dict[int, list[tuple[frozenset[int], int]]] = {}
         for x, clears, y in self.eps:
             eps_out.setdefault(x, []).append((clears, y))
         labelled: dict[int, list[_Cons]] = {}
+        reading: dict[int, list[_Cons]] = {}  # a nested selector's skips (registers/selectors.py)
         loops: set[int] = set()
         for t in self.cons:
             if t.variables:
                 labelled.setdefault(t.source, []).append(t)
+            elif t.reads:
+                assert not interleave, "a nested selector inside ALL"
+                reading.setdefault(t.source, []).append(t)
             else:
                 assert t.source == t.target, "unlabelled transitions are TRUE self-loops"
                 loops.add(t.source)
@@ -495,7 +567,7 @@ class _Builder:
 
         out: list[_Cons] = []
 
-        def add(source: int, parts: tuple[_Cons, ...], target: int) -> None:
+        def add(source: int, parts: tuple[_Cons, ...], target: int, reads: bool = False) -> None:
             mask = neg = 0
             variables: set[str] = set()
             writes: set[int] = set()
@@ -508,7 +580,8 @@ class _Builder:
             if mask & neg:
                 return  # the event would need a bit and its absence
             t = _Cons(
-                source, mask, variables, target, neg, writes=writes, parts=parts, checks=checks
+                source, mask, variables, target, neg, writes=writes, parts=parts, checks=checks,
+                reads=reads,
             )
             self.cons.append(t)
             out.append(t)
@@ -536,11 +609,19 @@ class _Builder:
                 skip_b = y in loops or (y == b.start and begun) or (y == b.final and x != a.final)
             else:
                 skip_a, skip_b = x in loops, y in loops
+                if x in reading or y in reading:  # both skip the event, one reading its bits
+                    for ta in (*reading.get(x, ()), *((None,) if skip_a else ())):
+                        for tb in (*reading.get(y, ()), *((None,) if skip_b else ())):
+                            if ta is not None or tb is not None:
+                                parts = tuple(t for t in (ta, tb) if t is not None)
+                                target = pair((ta.target if ta else x, tb.target if tb else y))
+                                add(source, parts, target, reads=True)
             if skip_a and skip_b:
                 loop = _Cons(source, 0, set(), source)
                 self.cons.append(loop)
         final = pair.ids.get((a.final, b.final))
-        return _Frag(start, self.state() if final is None else final, tuple(out))
+        entries = (start,) if waits else ()
+        return _Frag(start, self.state() if final is None else final, tuple(out), entries)
 
     def _Unless(self, p: ast.Unless) -> _Frag:  # noqa: N802
         """``φ1 UNLESS φ2``: a match of φ1 with no match of φ2 inside its interval.
@@ -593,6 +674,11 @@ class _Builder:
         s, f = self.state(), self.state()
         self.edge(s, body.start)
         self.edge(body.final, f)
+        if body.entries:  # a nested selector starts each iteration: it waits by itself
+            if p.contiguous:
+                raise ValueError("a nested selector starting an iteration ':+'")
+            self.edge(body.final, body.start)
+            return _Frag(s, f, body.cons, body.entries)
         if p.contiguous:
             self.edge(body.final, body.start)
         else:
@@ -615,6 +701,9 @@ class _Builder:
                 t.guards[:0] = [g for part in t.parts for g in part.guards]
                 t.conditions[:0] = [c for part in t.parts for c in part.conditions]
         srt = self.eliminate(frag)
+        if frag.entries:  # a selector at the start of the pattern (kleene.registers.selectors)
+            assert not srt.stationary[srt.initial], "an anchored run's start waits by itself"
+            srt = dataclasses.replace(srt, anchored=True)
         if not self.monitors:
             return srt
         monitors = tuple(self.eliminate(m) for m in self.monitors)
@@ -661,7 +750,9 @@ class _Builder:
             seen: set[tuple[int, frozenset[int]]] = set()
             for state, clears in sorted(close, key=lambda sc: (sc[0], sorted(sc[1]))):
                 for t in cons_out.get(state, ()):
-                    if not t.variables and t.target == state and state == q and not clears:
+                    if (
+                        not t.variables and not t.reads and t.target == state == q and not clears
+                    ):
                         loops = True
                         continue
                     if t.target not in number:
@@ -682,7 +773,7 @@ class _Builder:
                     if key in seen:
                         continue
                     seen.add(key)
-                    (here if t.variables else skip).append(new)
+                    (here if t.variables or t.reads else skip).append(new)
             labelled.append(here)
             gaps.append(skip)
             self_gap.append(loops)
@@ -708,6 +799,7 @@ class _Builder:
             streams=tuple(self.streams),
             variable_registers=dict(self.var_register),
             strategy_first=self.strategy_first,
+            selectors=tuple(self.selectors),
         )
 
 

@@ -24,8 +24,6 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import re2
-
 from kleene.language import ast
 
 Event = tuple[Any, ...]
@@ -152,6 +150,8 @@ def compile_guard(
             return _compare(p.op, ex(p.left), ex(p.right))
         if isinstance(p, ast.Like):
             operand = ex(p.operand)
+            import re2  # only for LIKE (start-up time of every other query)
+
             options = re2.Options()
             options.log_errors = False
             regex = re2.compile(p.pattern, options)

@@ -202,15 +202,19 @@ def applies(srt: SRT, strategy: str, limit: int | None) -> bool:
 
     Not under STRICT (no state is stationary), UNLESS (its monitors step every
     run), LIMIT, and the strategies that choose among an event's complex
-    events: these take them in the order the runs produce them.
+    events: these take them in the order the runs produce them; nor with a nested
+    selector (kleene.registers.selectors), whose product moves its runs on every event.
     """
-    return strategy in ("ALL", "ANY") and limit is None and not srt.monitors
+    return strategy in ("ALL", "ANY") and limit is None and not srt.monitors and not srt.selectors
 
 
 def describe(srt: SRT, strategy: str, limit: int | None) -> str:
     """``explain()``'s line about the run index."""
     if not applies(srt, strategy, limit):
-        return "run index: off (LIMIT, UNLESS or a strategy other than ALL/ANY): every run tried"
+        return (
+            "run index: off (LIMIT, UNLESS, a nested selector or a strategy other than ALL/ANY): "
+            "every run tried"
+        )
     found = [f"{p.target} ({p.op})" for ps in probes(srt) for p in ps if p is not None]
     if not found:
         return "run index: runs wait at gap states, tried only by events their transitions accept"

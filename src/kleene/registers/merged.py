@@ -49,6 +49,10 @@ import heapq
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+
+from kleene.registers.aggregate import AggregateCounter, aggregate_plan
 from kleene.registers.counting import unambiguous, window_count
 from kleene.registers.index import RunIndex
 from kleene.registers.runtime import RegisterEngine, Run
@@ -97,7 +101,7 @@ def _ident(node: Node) -> tuple[int, int]:
 class MergedEngine(RegisterEngine):
     """:class:`RegisterEngine` with runs of equal state and registers merged (see the module doc)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, aggregates: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not self.indexed:
             raise ValueError("merged runs need the run index (ALL or ANY, no LIMIT or UNLESS)")
@@ -119,6 +123,40 @@ class MergedEngine(RegisterEngine):
         a :class:`Count` sink then gets the nodes' window counts, no complex event is enumerated."""
         self.count_work = [0]
         """tECS nodes visited by the window counts so far (:func:`~kleene.registers.counting.window_count`)."""
+        self.aggregates = (
+            aggregate_plan(self.srt, strategy=self.strategy, limit=kwargs.get("limit"),
+                           consume=self.consume)[0]
+            if aggregates else None
+        )
+        """Where the query is in its class, a :class:`Count` from the first batch on is filled by
+        aggregates over register values instead of runs (:mod:`kleene.registers.aggregate`)."""
+        self.counter: AggregateCounter | None = None
+
+    def run_batch(
+        self,
+        batch: pa.RecordBatch,
+        bits: np.ndarray,
+        positions: np.ndarray,
+        times: np.ndarray | None,
+        key_columns: Sequence[Sequence[Hashable]] | None,
+        out: FoundSink,
+    ) -> None:
+        """Counting from the first batch on, in the aggregates' class: the
+        :class:`~kleene.registers.aggregate.AggregateCounter`; otherwise the merged runs."""
+        counter = self.counter
+        if counter is None and out.__class__ is Count and self.aggregates is not None \
+                and not self.steps and not self.live:
+            counter = self.counter = AggregateCounter(
+                self.srt, self.aggregates, window=self.window, limits=self.limits,
+                relevant=self.relevant,
+            )
+        if counter is None:
+            super().run_batch(batch, bits, positions, times, key_columns, out)
+            return
+        if out.__class__ is not Count:
+            raise RuntimeError("an engine that counts by aggregates cannot list complex events")
+        counter.run_batch(batch, bits, positions, times, key_columns, out)
+        self.steps, self.live, self.tau = counter.steps, counter.live, counter.tau
 
     def _step(
         self,

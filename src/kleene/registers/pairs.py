@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+import kleene.kernels as pc
 from kleene.language import ast
 from kleene.language.conditions import var_attrs
 from kleene.limits import Limits
@@ -142,7 +143,7 @@ def indices(rows: np.ndarray) -> pa.Array:
 def _columns(batch: pa.RecordBatch, names: Sequence[str], rows: np.ndarray) -> pa.Table:
     present = batch.schema.names
     arrays = [
-        batch.column(a).take(indices(rows)) if a in present else pa.nulls(len(rows))
+        pc.take(batch.column(a), indices(rows)) if a in present else pa.nulls(len(rows))
         for a in names
     ]
     return pa.Table.from_arrays(arrays, names=[LEFT + a for a in names]) if names else pa.table(
@@ -194,10 +195,10 @@ def run_pairs(
                 l_idx = np.repeat(lo, counts) + offsets
                 if step.table is not None:
                     assert l_cols is not None
-                    pair = l_cols.take(indices(l_idx))
+                    pair = pc.take(l_cols, indices(l_idx))
                     present = batch.schema.names
                     for a in step.right_attrs:
-                        col = batch.column(a).take(indices(right[r_idx])) if a in present else pa.nulls(total)
+                        col = pc.take(batch.column(a), indices(right[r_idx])) if a in present else pa.nulls(total)
                         pair = pair.append_column(a, col)
                     ok = (step.table.evaluate(pair.combine_chunks().to_batches()[0]) & np.uint64(1)) != 0
                     r_idx, l_idx = r_idx[ok], l_idx[ok]

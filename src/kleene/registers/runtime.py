@@ -8,7 +8,8 @@ on the event's predicate bits first, then the n-ary guards on the registers
 as they are after the transition's clears, then the register writes); a run
 at a *stationary* state also stays where it is (the TRUE self-loop of a gap,
 ``;``), one at another state follows its gap transitions or dies (``:``).  A
-fresh run starts at every event from the initial state.  A labelled
+fresh run starts at every event from the initial state (anchored: one per partition, see
+``begun``).  A labelled
 transition into a final state reports ``(start, now, marked)``; the run goes
 on (a final state may have successors: SRT spec test T12).
 
@@ -174,6 +175,9 @@ class RegisterEngine:
             self.monitors.append(monitor)
         self.runs: dict[Hashable, dict[Run, None]] = {}
         """Per partition: the runs stepped one by one (all of them unless ``indexed``)."""
+        self.begun: set[Hashable] = set()
+        """Anchored SRT (kleene.registers.selectors): the partitions whose one run has started
+        (at their first event; its start is set by its first bound event)."""
         self.probes = probes(srt)
         self.indexed = not self.strict and applies(srt, strategy, limit)
         """Whether runs at stationary states are indexed by register value (kleene.registers.index):
@@ -387,6 +391,8 @@ class RegisterEngine:
 
         def fire(t: Any, regs: tuple[Any, ...], start: int, stime: Any, marked: tuple[int, ...]) -> None:
             nonlocal event
+            if start < 0 and t.variables:  # an anchored run's first event of the match
+                start, stime = pos, time
             if t.clears or t.sets:
                 cleared = list(regs)
                 for r in t.clears:
@@ -438,9 +444,14 @@ class RegisterEngine:
                     if bits & t.mask == t.mask and not bits & t.neg:
                         fire(t, regs, start, stime, marked)
         seed = self._empty if self.seeds is None else self.seeds[key]
-        for t in labelled[srt.initial]:
+        begin = not srt.anchored or key not in self.begun  # anchored: the partition's one run
+        if begin and srt.anchored:
+            self.begun.add(key)
+            for g in gaps[srt.initial]:  # (its initial state is not stationary: no TRUE loop)
+                fire(g, seed, -1, time, ())
+        for t in labelled[srt.initial] if begin else ():
             if bits & t.mask == t.mask and not bits & t.neg:
-                fire(t, seed, pos, time, ())
+                fire(t, seed, -1 if srt.anchored else pos, time, ())
         if parked:
             self._park(key, parked)  # counted in self.live
         self.live += len(new) - (len(old) if old else 0)

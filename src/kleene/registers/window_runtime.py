@@ -387,6 +387,8 @@ def choose_register_runtime(
         return "pairs"
     if srt.monitors:
         return "runs"  # UNLESS monitors run next to the runs only
+    if srt.selectors:
+        return "runs"  # a nested selector's product moves its runs on every event
     if windowed and windowed_applies(srt, within):
         return "windowed"
     if applies(srt, settings.strategy, settings.limit):
@@ -397,5 +399,8 @@ def choose_register_runtime(
 def windowed_applies(srt: SRT, within: ast.Window | None) -> bool:
     """The windowed runtime needs a count window of at most :data:`WINDOWED_MAX` and no UNLESS."""
     return (
-        not srt.monitors and isinstance(within, ast.EventsWindow) and within.count <= WINDOWED_MAX
+        not srt.monitors
+        and not srt.selectors
+        and isinstance(within, ast.EventsWindow)
+        and within.count <= WINDOWED_MAX
     )

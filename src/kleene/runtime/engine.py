@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,6 +55,7 @@ from kleene.runtime.lookahead import Lookahead
 from kleene.runtime.maximal import MaxEvaluator, MaxRules, supported
 from kleene.runtime.nxt import NxtEvaluator, NxtRules
 from kleene.runtime.projection import Projector
+from kleene.runtime.settings import Settings  # here before; kept importable from here
 from kleene.runtime.strategies import last_match, maximal_matches
 from kleene.runtime.tail import Tail
 from kleene.runtime.tecs import Node
@@ -68,19 +68,6 @@ UNLIMITED = 1 << 62
 
 SWEEP_STEPS = 8192
 """Steps between two sweeps for expired partitions (at least)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    window: int | float | None
-    """Window length in time units (positions for ``n EVENTS``); None: no window."""
-    partitioned: bool
-    consume: str
-    limit: int | None
-    strategy: str = "ALL"
-    """NEXT, LAST and MAX select among the complex events of one end (runtime/strategies.py)."""
-
-
 
 
 class Engine:

@@ -25,7 +25,7 @@ from kleene.language import ast
 from kleene.language.parser import parse_query
 from kleene.language.scopes import evaluated_form
 from kleene.predicates.table import PredicateTable
-from kleene.registers.automaton import SRT, compile_srt
+from kleene.registers.automaton import compile_srt
 from kleene.registers.determinize import determinize, recognizes, run_dsra, run_sra
 from kleene.registers.sra import (
     SRA,
@@ -37,6 +37,7 @@ from kleene.registers.sra import (
     from_srt,
     with_start_loop,
 )
+from kleene.registers.srt import SRT
 from kleene.registers.unrolling import unroll
 
 

@@ -34,7 +34,7 @@ from kleene.planning.planner import WHOLE_MATCH_STRATEGIES
 
 if TYPE_CHECKING:
     from kleene.planning.plan import Plan
-    from kleene.registers.automaton import SRT, RTransition
+    from kleene.registers.srt import SRT, RTransition
 
 RENDERED = {".svg": "svg", ".png": "png", ".pdf": "pdf"}
 """Picture formats by file extension; ``.dot`` and ``.gv`` are the DOT text itself."""

@@ -25,7 +25,7 @@ from kleene.runtime.settings import Settings
 if TYPE_CHECKING:
     from kleene.automata.cea import CEA
     from kleene.automata.compile import Labels
-    from kleene.registers.automaton import SRT
+    from kleene.registers.srt import SRT
 
 
 @dataclass(frozen=True)

@@ -54,9 +54,9 @@ import pyarrow as pa
 from kleene.language import ast
 from kleene.limits import CHECK_EVERY, Limits
 from kleene.native import load
-from kleene.registers.automaton import SRT, Condition, RTransition
 from kleene.registers.counting import unambiguous
-from kleene.registers.guards import Key, compile_key
+from kleene.registers.guards import Key, compile_key, guard_columns
+from kleene.registers.srt import SRT, Condition, RTransition
 from kleene.registers.vectortree import Matrix, VectorTree
 from kleene.runtime.enumeration import Count
 
@@ -341,10 +341,7 @@ class AggregateCounter:
             return
         visit = np.flatnonzero(self.relevant(bits)).tolist()
         bit_list: list[int] = bits.tolist()
-        names = batch.schema.names
-        columns = [
-            batch.column(a).to_pylist() if a in names else [None] * n for a in self.srt.attributes
-        ]
+        columns = guard_columns(batch, self.srt.attributes)
         pos_list: list[int] = positions.tolist()
         time_of = pos_list if times is None else times.tolist()
         window = self.window

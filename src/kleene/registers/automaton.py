@@ -34,7 +34,7 @@ CEQL patterns:
    each side with registers of its own; ``φ1 UNLESS φ2`` runs φ2 as a *monitor*
    SRT next to the query's runs and checks, on the transitions that end φ1,
    that no φ2 match lies inside φ1's interval (:meth:`_Builder._Unless`).
-6. **ε-elimination per state** (the spec's recommended variant of Alg 2):
+6. **ε-elimination per state** (:mod:`kleene.registers.enfa`; the spec's recommended variant of Alg 2):
    each state gets the consuming transitions of its ε-closure, with the
    registers cleared along the ε-path; a state is final when its closure
    holds the final state.  Every transition keeps its own write set.
@@ -44,15 +44,14 @@ A run accepts when a transition that binds a variable enters a final state
 transitions whose variables meet the projection.
 
 Size: the SRT compiler is one recursive construction over the pattern (one case per
-operator, the register bookkeeping threaded through all of them).
+operator, the register bookkeeping threaded through all of them); the SRT's types are in
+:mod:`kleene.registers.srt`, the ε-NFA's records and its elimination in :mod:`kleene.registers.enfa`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from kleene.automata.compile import NOT_LABEL, StateNumbering
@@ -72,108 +71,9 @@ from kleene.language.negation import outer_names
 from kleene.language.variables import WILDCARD, nullable
 from kleene.limits import Limits
 from kleene.predicates.nodes import structural_key
+from kleene.registers.enfa import Cons, Frag, eliminate
 from kleene.registers.guards import Guard, compile_guard
-
-
-@dataclass(frozen=True, slots=True)
-class Condition:
-    """An n-ary conjunct of ``target[...]``; ``vacuous_when_empty``: it reads prev(target)."""
-
-    pred: ast.Pred
-    target: str
-    vacuous_when_empty: bool
-    slots: tuple[tuple[tuple[str, bool], int], ...] = ()
-    """The register of each ``(variable, prev)`` the condition reads (for the run index,
-    kleene.registers.index)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RTransition:
-    """``source --mask, guards / clears, writes, •?--> target`` of the ε-free SRT."""
-
-    source: int
-    mask: int
-    """Unary bits (event type, unary predicates) the event must have."""
-    neg: int
-    """Bits the event must not have (``NOT(...)``); 0 for every other transition."""
-    guards: tuple[Guard, ...]
-    """n-ary conditions, evaluated after ``clears`` and before ``writes``."""
-    conditions: tuple[Condition, ...]
-    """The same conditions as ASTs (for the vectorized pair join, kleene.registers.pairs)."""
-    variables: frozenset[str]
-    """The variables the event is bound to; empty for a gap (skip) transition."""
-    marked: bool
-    """Whether the event is output (its variables meet the projection)."""
-    clears: tuple[int, ...]
-    writes: tuple[int, ...]
-    target: int
-    hidden: bool = False
-    """Part of the match the selection strategy compares, but not of its projection
-    (only in an SRT compiled with ``strategy_first``: the event binds no SELECT variable)."""
-    sets: tuple[int, ...] = ()
-    """Position registers set to the event's position (entering ``φ1`` of ``φ1 UNLESS φ2``),
-    after ``clears`` and before the guards."""
-    checks: tuple[tuple[int, int], ...] = ()
-    """``(register, monitor)``: the event ends ``φ1`` of an UNLESS, whose start position is in
-    the register; the transition fires only if no match of the monitor's ``φ2`` that ended
-    at or before this event started at or after it (evaluated after the guards)."""
-
-
-@dataclass(frozen=True)
-class SRT:
-    """An ε-free symbolic register transducer, ready for :mod:`kleene.registers.runtime`."""
-
-    num_states: int
-    initial: int
-    finals: frozenset[int]
-    labelled: tuple[tuple[RTransition, ...], ...]
-    """Per state: transitions that bind a variable."""
-    gaps: tuple[tuple[RTransition, ...], ...]
-    """Per state: gap transitions (TRUE, bind nothing) that change the state."""
-    stationary: tuple[bool, ...]
-    """Per state: a run there is unchanged by an event no labelled transition takes."""
-    dead: tuple[bool, ...]
-    """Per state: no transition leaves it, so a run there only ever reports (and is not kept)."""
-    num_registers: int
-    event_types: tuple[str, ...]
-    preds: tuple[ast.Pred, ...]
-    """Unary atomic predicates, bit ``len(event_types) + k`` (the prefilter)."""
-    attributes: tuple[str, ...]
-    """Attributes the guards read: the layout of event tuples."""
-    register_names: tuple[str, ...]
-    streams: tuple[str, ...]
-    """Stream bits, after the predicates' (as in :class:`kleene.predicates.atoms.Atoms`)."""
-    variable_registers: dict[str, int]
-    """The register of each variable a condition reads as ``var.attr``."""
-    strategy_first: bool = False
-    """Compiled for NEXT/LAST/MAX with a projection: every event of a match is marked (the
-    strategy compares whole matches) and ``hidden`` says which ones the projection drops."""
-    monitors: tuple[SRT, ...] = ()
-    """The SRTs of the right sides of UNLESS (monitor ``k`` is the ``k``-th), run on their own
-    next to the query's runs; their transitions' ``checks`` refer to this list too."""
-    seeded: tuple[tuple[int, ...], ...] = ()
-    """Per monitor: the registers of the left side's variables its conditions read (issue 18),
-    each bound to the left match's first event; empty for a monitor on its own.  A seeded
-    monitor runs once per left start, its runs starting with those registers holding the
-    start's event (:class:`kleene.registers.runtime.RegisterEngine`)."""
-    selectors: tuple[str, ...] = ()
-    """The strategies of the nested selectors whose products ride in the states
-    (kleene.registers.selectors): their states are not stationary, so every event is visited."""
-    anchored: bool = False
-    """A selector starts the pattern: one run per partition starts at its first event and waits
-    (its competitors are every match since then); a match starts at its first bound event."""
-
-    @property
-    def relevant_masks(self) -> tuple[int, ...]:
-        """The masks of labelled transitions: an event matching none changes no run's registers."""
-        return tuple(sorted({t.mask for ts in self.labelled for t in ts}))
-
-    @property
-    def contiguous(self) -> bool:
-        """Can a run die on an event that no labelled transition takes (``:``, ``:+``)?"""
-        reachable = {t.target for ts in self.labelled for t in ts}
-        return not all(self.stationary[q] for q in reachable)
-
+from kleene.registers.srt import SRT, Condition
 
 # ---------------------------------------------------------------- rewriting
 
@@ -212,37 +112,6 @@ def _and(preds: list[ast.Pred]) -> ast.Pred:
 # ----------------------------------------------------------------- building
 
 
-@dataclass
-class _Cons:
-    source: int
-    mask: int
-    variables: set[str]
-    target: int
-    neg: int = 0
-    guards: list[Guard] = field(default_factory=list)
-    conditions: list[Condition] = field(default_factory=list)
-    writes: set[int] = field(default_factory=set)
-    parts: tuple[_Cons, ...] = ()
-    """For a transition of an AND/ALL product: the sides' transitions it fires together (their
-    guards are its guards too, added once the registers are numbered)."""
-    checks: set[tuple[int, int]] = field(default_factory=set)
-    """UNLESS checks (see :class:`RTransition`)."""
-    reads: bool = False
-    """A nested selector's transition that skips the event (no variables) under a mask: it
-    reads the event's bits, unlike a gap's TRUE loop (kleene.registers.selectors)."""
-
-
-@dataclass(frozen=True)
-class _Frag:
-    start: int
-    final: int
-    cons: tuple[_Cons, ...]
-    entries: tuple[int, ...] = ()
-    """The fragment starts with a nested selector: the states at its start that wait by
-    themselves (a selector's entry, with its own transitions, and a gap state before each other
-    branch of an OR there), so ``;`` enters it without a gap state (kleene.registers.selectors)."""
-
-
 class _Builder:
     def __init__(
         self,
@@ -264,7 +133,7 @@ class _Builder:
         self.stream_base = stream_base
         self.states = 0
         self.eps: list[tuple[int, frozenset[int], int]] = []
-        self.cons: list[_Cons] = []
+        self.cons: list[Cons] = []
         self.event_types: list[str] = []
         self.preds: list[ast.Pred] = []
         self.pred_keys: list[object] = []
@@ -277,13 +146,13 @@ class _Builder:
         self.sides = 0
         self.attributes: list[str] = []
         self.selectors: list[str] = []
-        self.monitors: list[_Frag] = []
+        self.monitors: list[Frag] = []
         """The right sides of UNLESS, built into the same ε-NFA (unreachable from the query's
         start) and ε-eliminated on their own."""
         self.seeded: dict[int, tuple[int, ...]] = {}
         """Monitor -> the registers of the left side's variables its conditions read."""
         # Guards are compiled once the register numbering is final.
-        self.pending: list[tuple[_Cons, ast.Pred, str, dict[tuple[str, bool], int], int | None]] = []
+        self.pending: list[tuple[Cons, ast.Pred, str, dict[tuple[str, bool], int], int | None]] = []
 
     def state(self) -> int:
         self.states += 1
@@ -296,7 +165,7 @@ class _Builder:
 
     def gap_state(self) -> int:
         g = self.state()
-        self.cons.append(_Cons(g, 0, set(), g))
+        self.cons.append(Cons(g, 0, set(), g))
         return g
 
     def bit(self, pred: ast.Pred) -> int:
@@ -315,11 +184,11 @@ class _Builder:
             self.attributes.append(name)
 
     # ------------------------------------------------------------- patterns
-    def build(self, p: ast.Pattern) -> _Frag:
-        method: Callable[[ast.Pattern], _Frag] = getattr(self, "_" + type(p).__name__)
+    def build(self, p: ast.Pattern) -> Frag:
+        method: Callable[[ast.Pattern], Frag] = getattr(self, "_" + type(p).__name__)
         return method(p)
 
-    def _EventType(self, p: ast.EventType) -> _Frag:  # noqa: N802 (dispatch on class name)
+    def _EventType(self, p: ast.EventType) -> Frag:  # noqa: N802 (dispatch on class name)
         if p.name not in self.event_types and p.name != WILDCARD:
             if self.preds:
                 raise AssertionError("event types are numbered before predicates")
@@ -329,18 +198,18 @@ class _Builder:
         mask = 0 if p.name == WILDCARD else 1 << self.event_types.index(p.name)
         if p.stream is not None and p.stream in self.streams:
             mask |= 1 << (self.stream_base + self.streams.index(p.stream))
-        t = _Cons(s, mask, {p.name}, f)
+        t = Cons(s, mask, {p.name}, f)
         self.cons.append(t)
-        return _Frag(s, f, (t,))
+        return Frag(s, f, (t,))
 
-    def _As(self, p: ast.As) -> _Frag:  # noqa: N802
+    def _As(self, p: ast.As) -> Frag:  # noqa: N802
         frag = self.build(p.pattern)
         for t in frag.cons:
             if t.variables:
                 t.variables.add(p.var)
         return frag
 
-    def _Filter(self, p: ast.Filter) -> _Frag:  # noqa: N802
+    def _Filter(self, p: ast.Filter) -> Frag:  # noqa: N802
         cond = p.condition
         if isinstance(cond, ast.FilterAnd):
             return self.build(ast.Filter(ast.Filter(p.pattern, cond.left), cond.right))
@@ -394,10 +263,10 @@ class _Builder:
             return frag
         entry = self.state()
         self.edge(entry, frag.start, frozenset({prev_reg}))
-        return _Frag(entry, frag.final, frag.cons, frag.entries)
+        return Frag(entry, frag.final, frag.cons, frag.entries)
 
     def _either_order(
-        self, frag: _Frag, c: ast.Pred, x: str, a: str, slots: dict[tuple[str, bool], int]
+        self, frag: Frag, c: ast.Pred, x: str, a: str, slots: dict[tuple[str, bool], int]
     ) -> None:
         """``x[c]`` reading ``a``, one event each, in either order (issue 18): on ``x``'s event
         it holds while ``a``'s register is empty, on ``a``'s event (swapped onto ``a``) while
@@ -418,7 +287,7 @@ class _Builder:
             elif a in t.variables:
                 self.pending.append((t, swapped, a, {(x, False): x_reg}, x_reg))
 
-    def _NotEvent(self, p: ast.NotEvent) -> _Frag:  # noqa: N802
+    def _NotEvent(self, p: ast.NotEvent) -> Frag:  # noqa: N802
         """``NOT(ψ)``: one event on which the single-event pattern ψ does not hold.
 
         As in :mod:`kleene.automata.compile`: ψ's alternatives are conjunctions
@@ -434,12 +303,12 @@ class _Builder:
         s, f = self.state(), self.state()
         out = []
         for neg in sorted(choices):
-            t = _Cons(s, 0, {NOT_LABEL}, f, neg)
+            t = Cons(s, 0, {NOT_LABEL}, f, neg)
             self.cons.append(t)
             out.append(t)
-        return _Frag(s, f, tuple(out))
+        return Frag(s, f, tuple(out))
 
-    def _Or(self, p: ast.Or) -> _Frag:  # noqa: N802
+    def _Or(self, p: ast.Or) -> Frag:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
         if bool(a.entries) != bool(b.entries):  # the other side waits with a TRUE loop
             a, b = self._waiting(a), self._waiting(b)
@@ -448,17 +317,17 @@ class _Builder:
         self.edge(s, b.start)
         self.edge(a.final, f)
         self.edge(b.final, f)
-        return _Frag(s, f, a.cons + b.cons, a.entries + b.entries)
+        return Frag(s, f, a.cons + b.cons, a.entries + b.entries)
 
-    def _waiting(self, frag: _Frag) -> _Frag:
+    def _waiting(self, frag: Frag) -> Frag:
         """``frag`` entered through a gap state, unless it starts with a nested selector."""
         if frag.entries:
             return frag
         g = self.gap_state()
         self.edge(g, frag.start)
-        return _Frag(g, frag.final, frag.cons, (g,))
+        return Frag(g, frag.final, frag.cons, (g,))
 
-    def _Seq(self, p: ast.Seq) -> _Frag:  # noqa: N802
+    def _Seq(self, p: ast.Seq) -> Frag:  # noqa: N802
         a, b = self.build(p.left), self.build(p.right)
         if p.contiguous or b.entries:
             # A nested selector waits with its own transitions (no gap state); after ':' it
@@ -466,13 +335,13 @@ class _Builder:
             if p.contiguous and b.entries:
                 b = self._unwaited(b)
             self.edge(a.final, b.start)
-            return _Frag(a.start, b.final, a.cons + b.cons, a.entries)
+            return Frag(a.start, b.final, a.cons + b.cons, a.entries)
         g = self.gap_state()
         self.edge(a.final, g)
         self.edge(g, b.start)
-        return _Frag(a.start, b.final, a.cons + b.cons, a.entries)
+        return Frag(a.start, b.final, a.cons + b.cons, a.entries)
 
-    def _unwaited(self, frag: _Frag) -> _Frag:
+    def _unwaited(self, frag: Frag) -> Frag:
         """``frag`` whose waiting states at its start (``entries``) do not wait: their skipping
         transitions go (a selector entered after ':')."""
         waiting = set(frag.entries)
@@ -482,9 +351,9 @@ class _Builder:
             if t.source in waiting and not t.variables and (t.reads or t.target == t.source)
         }
         self.cons = [t for t in self.cons if id(t) not in drop]
-        return _Frag(frag.start, frag.final, tuple(t for t in frag.cons if id(t) not in drop))
+        return Frag(frag.start, frag.final, tuple(t for t in frag.cons if id(t) not in drop))
 
-    def _Selector(self, p: ast.Selector) -> _Frag:  # noqa: N802
+    def _Selector(self, p: ast.Selector) -> Frag:  # noqa: N802
         """``NEXT/LAST/MAX(ρ)``: the tECS product in this automaton's states (registers/selectors.py)."""
         from kleene.registers.selectors import selector_in_registers
 
@@ -501,21 +370,21 @@ class _Builder:
 
         out = []
         for source, mask, neg, names, target in made.transitions:
-            t = _Cons(state(source), mask, set(names), state(target), neg, reads=not names)
+            t = Cons(state(source), mask, set(names), state(target), neg, reads=not names)
             self.cons.append(t)
             out.append(t)
         f = self.state()
         for q in made.finals:
             self.edge(state(q), f)
-        return _Frag(state(made.entry), f, tuple(out), (state(made.entry),))
+        return Frag(state(made.entry), f, tuple(out), (state(made.entry),))
 
-    def _And(self, p: ast.And) -> _Frag:  # noqa: N802
+    def _And(self, p: ast.And) -> Frag:  # noqa: N802
         return self._product(p.left, p.right, interleave=False)
 
-    def _All(self, p: ast.All) -> _Frag:  # noqa: N802
+    def _All(self, p: ast.All) -> Frag:  # noqa: N802
         return self._product(p.left, p.right, interleave=True)
 
-    def _side(self, p: ast.Pattern) -> _Frag:
+    def _side(self, p: ast.Pattern) -> Frag:
         """Build one side of an AND/ALL with registers of its own (a scope)."""
         outer = self.scope
         self.sides += 1
@@ -525,7 +394,7 @@ class _Builder:
         finally:
             self.scope = outer
 
-    def _product(self, left: ast.Pattern, right: ast.Pattern, *, interleave: bool) -> _Frag:
+    def _product(self, left: ast.Pattern, right: ast.Pattern, *, interleave: bool) -> Frag:
         """``φ1 AND φ2`` (``interleave`` False) or ``φ1 ALL φ2``: a product of the two fragments.
 
         As in :mod:`kleene.automata.compile`, on the ε-NFAs of the two sides
@@ -551,8 +420,8 @@ class _Builder:
         eps_out: dict[int, list[tuple[frozenset[int], int]]] = {}
         for x, clears, y in self.eps:
             eps_out.setdefault(x, []).append((clears, y))
-        labelled: dict[int, list[_Cons]] = {}
-        reading: dict[int, list[_Cons]] = {}  # a nested selector's skips (registers/selectors.py)
+        labelled: dict[int, list[Cons]] = {}
+        reading: dict[int, list[Cons]] = {}  # a nested selector's skips (registers/selectors.py)
         loops: set[int] = set()
         for t in self.cons:
             if t.variables:
@@ -565,9 +434,9 @@ class _Builder:
                 loops.add(t.source)
         pair: StateNumbering[tuple[int, int]] = StateNumbering(self.state)
 
-        out: list[_Cons] = []
+        out: list[Cons] = []
 
-        def add(source: int, parts: tuple[_Cons, ...], target: int, reads: bool = False) -> None:
+        def add(source: int, parts: tuple[Cons, ...], target: int, reads: bool = False) -> None:
             mask = neg = 0
             variables: set[str] = set()
             writes: set[int] = set()
@@ -579,7 +448,7 @@ class _Builder:
                 checks |= t.checks
             if mask & neg:
                 return  # the event would need a bit and its absence
-            t = _Cons(
+            t = Cons(
                 source, mask, variables, target, neg, writes=writes, parts=parts, checks=checks,
                 reads=reads,
             )
@@ -617,13 +486,13 @@ class _Builder:
                                 target = pair((ta.target if ta else x, tb.target if tb else y))
                                 add(source, parts, target, reads=True)
             if skip_a and skip_b:
-                loop = _Cons(source, 0, set(), source)
+                loop = Cons(source, 0, set(), source)
                 self.cons.append(loop)
         final = pair.ids.get((a.final, b.final))
         entries = (start,) if waits else ()
-        return _Frag(start, self.state() if final is None else final, tuple(out), entries)
+        return Frag(start, self.state() if final is None else final, tuple(out), entries)
 
-    def _Unless(self, p: ast.Unless) -> _Frag:  # noqa: N802
+    def _Unless(self, p: ast.Unless) -> Frag:  # noqa: N802
         """``φ1 UNLESS φ2``: a match of φ1 with no match of φ2 inside its interval.
 
         φ2 is evaluated on its own (its matches do not depend on φ1's), so it
@@ -657,7 +526,7 @@ class _Builder:
             if not _reaches(c.target, a.final, eps_out):
                 continue
             x = self.state()
-            copy = _Cons(
+            copy = Cons(
                 c.source, c.mask, set(c.variables), x, c.neg, writes=set(c.writes),
                 parts=c.parts, checks=c.checks | {(r, k)},
             )
@@ -667,9 +536,9 @@ class _Builder:
                 if entry[0] is c:
                     self.pending.append((copy, entry[1], entry[2], entry[3], entry[4]))
             self.edge(x, f)
-        return _Frag(s, f, tuple(out))
+        return Frag(s, f, tuple(out))
 
-    def _Iter(self, p: ast.Iter) -> _Frag:  # noqa: N802
+    def _Iter(self, p: ast.Iter) -> Frag:  # noqa: N802
         body = self.build(p.pattern)
         s, f = self.state(), self.state()
         self.edge(s, body.start)
@@ -678,17 +547,17 @@ class _Builder:
             if p.contiguous:
                 raise ValueError("a nested selector starting an iteration ':+'")
             self.edge(body.final, body.start)
-            return _Frag(s, f, body.cons, body.entries)
+            return Frag(s, f, body.cons, body.entries)
         if p.contiguous:
             self.edge(body.final, body.start)
         else:
             g = self.gap_state()
             self.edge(body.final, g)
             self.edge(g, body.start)
-        return _Frag(s, f, body.cons)
+        return Frag(s, f, body.cons)
 
     # ------------------------------------------------------------ finishing
-    def finish(self, frag: _Frag) -> SRT:
+    def finish(self, frag: Frag) -> SRT:
         attr_index = {a: k for k, a in enumerate(self.attributes)}
         for t, pred, x, slots, vacuous in self.pending:
             guard = compile_guard(pred, x, slots, attr_index)
@@ -710,87 +579,11 @@ class _Builder:
         seeded = tuple(self.seeded.get(k, ()) for k in range(len(monitors)))
         return dataclasses.replace(srt, monitors=monitors, seeded=seeded)
 
-    def eliminate(self, frag: _Frag) -> SRT:
-        """Per-state ε-elimination, over reachable states, renumbered from 0."""
-        eps_out: dict[int, list[tuple[frozenset[int], int]]] = {}
-        for a, clears, b in self.eps:
-            eps_out.setdefault(a, []).append((clears, b))
-        cons_out: dict[int, list[_Cons]] = {}
-        for t in self.cons:
-            cons_out.setdefault(t.source, []).append(t)
-
-        def closure(q: int) -> set[tuple[int, frozenset[int]]]:
-            seen: set[tuple[int, frozenset[int]]] = {(q, frozenset())}
-            todo = deque(seen)
-            while todo:
-                state, clears = todo.popleft()
-                for more, nxt in eps_out.get(state, ()):
-                    item = (nxt, clears | more)
-                    if item not in seen:
-                        seen.add(item)
-                        todo.append(item)
-            return seen
-
-        number: dict[int, int] = {frag.start: 0}
-        order = [frag.start]
-        labelled: list[list[RTransition]] = []
-        gaps: list[list[RTransition]] = []
-        self_gap: list[bool] = []
-        finals: set[int] = set()
-        k = 0
-        while k < len(order):
-            q = order[k]
-            k += 1
-            close = closure(q)
-            if any(state == frag.final for state, _ in close):
-                finals.add(number[q])
-            here: list[RTransition] = []
-            skip: list[RTransition] = []
-            loops = False
-            seen: set[tuple[int, frozenset[int]]] = set()
-            for state, clears in sorted(close, key=lambda sc: (sc[0], sorted(sc[1]))):
-                for t in cons_out.get(state, ()):
-                    if (
-                        not t.variables and not t.reads and t.target == state == q and not clears
-                    ):
-                        loops = True
-                        continue
-                    if t.target not in number:
-                        number[t.target] = len(order)
-                        order.append(t.target)
-                    projected = bool(t.variables) and (
-                        self.projection is None or bool(t.variables & self.projection)
-                    )
-                    marked = bool(t.variables) if self.strategy_first else projected
-                    new = RTransition(
-                        number[q], t.mask, t.neg, tuple(t.guards), tuple(t.conditions),
-                        frozenset(t.variables), marked,
-                        tuple(sorted(r for r in clears if r >= 0)), tuple(sorted(t.writes)),
-                        number[t.target], marked and not projected,
-                        tuple(sorted(~r for r in clears if r < 0)), tuple(sorted(t.checks)),
-                    )
-                    key = (id(t), clears)
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    (here if t.variables or t.reads else skip).append(new)
-            labelled.append(here)
-            gaps.append(skip)
-            self_gap.append(loops)
-        n = len(order)
-        dead = [not (labelled[q] or gaps[q] or self_gap[q]) for q in range(n)]
-        stationary = [
-            dead[q] or self_gap[q] or _equivalent_to_gap(q, labelled, gaps, self_gap)
-            for q in range(n)
-        ]
+    def eliminate(self, frag: Frag) -> SRT:
+        """The ε-free SRT of ``frag`` (:func:`kleene.registers.enfa.eliminate`)."""
+        states = eliminate(frag, self.eps, self.cons, self.projection, self.strategy_first)
         return SRT(
-            num_states=n,
             initial=0,
-            finals=frozenset(finals),
-            labelled=tuple(tuple(ts) for ts in labelled),
-            gaps=tuple(() if stationary[q] else tuple(gaps[q]) for q in range(n)),
-            stationary=tuple(stationary),
-            dead=tuple(dead),
             num_registers=len(self.registers),
             event_types=tuple(self.event_types),
             preds=tuple(self.preds),
@@ -800,6 +593,7 @@ class _Builder:
             variable_registers=dict(self.var_register),
             strategy_first=self.strategy_first,
             selectors=tuple(self.selectors),
+            **states._asdict(),
         )
 
 
@@ -815,41 +609,6 @@ def _reaches(start: int, goal: int, eps_out: dict[int, list[int]]) -> bool:
                 seen.add(n)
                 todo.append(n)
     return False
-
-
-def _equivalent_to_gap(
-    q: int,
-    labelled: list[list[RTransition]],
-    gaps: list[list[RTransition]],
-    self_gap: list[bool],
-) -> bool:
-    """Is a run at ``q`` the same as the runs at the gap states it moves to on a skip?
-
-    After ``A ; B`` reads A, the run is at A's final state, whose closure holds
-    the gap state ``g`` before B: on an event B does not take it moves to
-    ``g``, which offers exactly the same transitions.  In general, when the
-    gap states ``q`` moves to (each with its TRUE self-loop) together offer
-    exactly ``q``'s labelled transitions, the run at ``q`` can stay where it
-    is instead: the successors it can make, now and after any further skips,
-    are the same (runs and outputs are sets).  Treating ``q`` as stationary
-    lets the runtime skip the events no labelled transition takes.
-    """
-    if not gaps[q] or any(t.clears for t in gaps[q]):
-        return False
-    targets = {t.target for t in gaps[q]}
-    if not all(self_gap[g] and not gaps[g] for g in targets):
-        return False
-
-    def shape(ts: list[RTransition]) -> set[tuple[object, ...]]:
-        return {
-            (t.mask, t.neg, t.guards, t.variables, t.clears, t.writes, t.target, t.sets, t.checks)
-            for t in ts
-        }
-
-    offered: set[tuple[object, ...]] = set()
-    for g in targets:
-        offered |= shape(labelled[g])
-    return shape(labelled[q]) == offered
 
 
 def _unless_empty(guard: Guard, slot: int) -> Guard:
@@ -930,4 +689,4 @@ def compile_srt(
     return builder.finish(builder.build(expanded))
 
 
-__all__ = ["SRT", "Condition", "RTransition", "atoms", "compile_srt"]
+__all__ = ["atoms", "compile_srt"]

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kleene.registers.automaton import SRT, RTransition
+from kleene.registers.srt import SRT, RTransition
 from kleene.runtime.tecs import BOTTOM, OUTPUT, Node
 
 NEVER = float("inf")

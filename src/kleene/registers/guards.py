@@ -253,3 +253,11 @@ def compile_key(
         return (_kind(v), v)
 
     return key
+
+
+def guard_columns(batch: Any, attributes: Sequence[str]) -> list[list[Any]]:
+    """The values of each attribute the guards read, in the layout of their event tuples (an
+    attribute the batch lacks reads as undefined: a guard on it is false)."""
+    names = batch.schema.names
+    n = batch.num_rows
+    return [batch.column(a).to_pylist() if a in names else [None] * n for a in attributes]

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kleene.language import ast
-from kleene.registers.automaton import SRT, Condition, RTransition
 from kleene.registers.guards import Event, Key, Registers, compile_key
+from kleene.registers.srt import SRT, Condition, RTransition
 
 FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
 """``K op E`` is ``E FLIP[op] K``."""

@@ -45,7 +45,7 @@ from kleene.language import ast
 from kleene.language.conditions import var_attrs
 from kleene.limits import Limits
 from kleene.predicates.table import PredicateTable
-from kleene.registers.automaton import SRT, RTransition
+from kleene.registers.srt import SRT, RTransition
 from kleene.runtime.contract import FoundSink
 from kleene.runtime.enumeration import Columns
 

@@ -71,9 +71,10 @@ import numpy as np
 import pyarrow as pa
 
 from kleene.limits import CHECK_EVERY, Limits
-from kleene.registers.automaton import SRT
+from kleene.registers.guards import guard_columns
 from kleene.registers.index import RunIndex, applies, probes
 from kleene.registers.pairs import pair_plan, run_pairs
+from kleene.registers.srt import SRT
 from kleene.runtime.contract import FoundSink
 
 NO_BOUND = -(1 << 62)
@@ -262,10 +263,7 @@ class RegisterEngine:
             return
         visit = range(n) if self.visit_all else np.flatnonzero(self.relevant(bits)).tolist()
         bit_list: list[int] = bits.tolist()
-        names = batch.schema.names
-        columns = [
-            batch.column(a).to_pylist() if a in names else [None] * n for a in self.srt.attributes
-        ]
+        columns = guard_columns(batch, self.srt.attributes)
         pos_list: list[int] = positions.tolist()
         time_of = pos_list if times is None else times.tolist()
         positions = pos_list  # type: ignore[assignment]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from kleene.registers.automaton import SRT, RTransition
+from kleene.registers.srt import SRT, RTransition
 
 Event = tuple[Any, ...]
 Registers = Sequence[Event | None]

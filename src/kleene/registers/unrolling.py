@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kleene.registers.automaton import SRT
 from kleene.registers.sra import (
     INFINITE,
     SRA,
@@ -34,6 +33,7 @@ from kleene.registers.sra import (
     srt_transitions,
     transition_formula,
 )
+from kleene.registers.srt import SRT
 
 NodeKey = tuple[int, int, tuple[int | None, ...], tuple[int, ...]]
 """``(state, depth, write depth of each register's copy or None, marked depths)``."""

@@ -45,10 +45,10 @@ from typing import TYPE_CHECKING, Any
 
 from kleene.language import ast
 from kleene.limits import Limits
-from kleene.registers.automaton import SRT
 from kleene.registers.index import applies
 from kleene.registers.pairs import pair_plan
 from kleene.registers.runtime import RegisterEngine
+from kleene.registers.srt import SRT
 
 if TYPE_CHECKING:  # the unrolling is imported when this runtime is chosen (start-up time)
     from kleene.registers.unrolling import Edge

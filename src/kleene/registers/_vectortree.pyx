@@ -363,10 +363,10 @@ cdef class VectorTree:
         node.to_big()
         total = node.pv
         if left is not None:
-            other = left.sum_list()
+            other = left.ps if left.big else left.sum_list()
             total = [total[i] + other[i] for i in range(k)]
         if right is not None:
-            other = right.sum_list()
+            other = right.ps if right.big else right.sum_list()
             total = [total[i] + other[i] for i in range(k)]
         node.ps = total if total is not node.pv else list(total)
 

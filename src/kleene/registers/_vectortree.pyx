@@ -15,7 +15,7 @@ before anything is written; on overflow that node (or that tag) switches, exactl
 ints (``big``: lists and sparse tuples as in the reference) and stays there.  So each primitive
 (apply, push, pull) either completes in int64 or is redone in Python ints: never a wrapped count.
 
-Size: ~520 lines, one job (the compiled tree); the two arithmetics (int64 and Python ints) of
+Size: ~560 lines, one job (the compiled tree); the two arithmetics (int64 and Python ints) of
 each primitive sit side by side so that the switch between them can be read in one place.
 """
 

@@ -258,3 +258,39 @@ def test_compiled_tree_is_the_python_tree(name: str, monkeypatch: pytest.MonkeyP
             assert engine.counter is not None and engine.counter.tree is tree
             got[tree] = (n, engine.counter.work[0])
         assert got[VectorTree] == got[_twin.VectorTree] and got[VectorTree][0] > 0, (name, w)  # type: ignore[union-attr]
+
+
+def _roots(engine: MergedEngine) -> list[Any]:
+    counter = engine.counter
+    assert counter is not None
+    return [tree.root for part in counter.parts.values() for tree in part.trees.values()]
+
+
+@pytest.mark.skipif(_twin is None, reason="the compiled twins are not built here")
+def test_compiled_tree_switches_from_int64_to_python_ints_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The twin keeps vectors, sums and tags in int64 while they fit and switches a node (or a
+    tag) to Python ints on overflow: a ``B+`` of 70 events counts 2^70 - 1 exactly (not a
+    wrapped int64), and on a random k3-like stream whose count passes 2^63 the twin equals the
+    pure-Python tree in count and nodes touched; below 2^63 no node leaves int64."""
+    query = "SELECT * FROM S WHERE A as a; B+ as b; C as c FILTER c[v > a.v] WITHIN {w} EVENTS"
+    schema = pa.schema([("type", pa.string()), ("v", pa.float64())])
+    exact = pa.Table.from_pylist([{"type": "A", "v": 1.0}] + [{"type": "B", "v": 0.0}] * 70
+                                 + [{"type": "C", "v": 2.0}], schema=schema)
+    rng = __import__("random").Random(7)
+    stream = pa.Table.from_pylist([{"type": rng.choice("AABBBBBC"), "v": float(rng.randint(0, 5))}
+                                   for _ in range(600)], schema=schema)
+    for table, w, expected in ((exact, 100, 2**70 - 1), (stream, 120, None), (stream, 12, None)):
+        got = {}
+        for tree in (VectorTree, _twin.VectorTree):  # type: ignore[union-attr]
+            monkeypatch.setattr(aggregate, "TREE", tree)
+            n, engine = counted(query.format(w=w), table, max_matches=1 << 100_000)
+            assert engine.counter is not None and engine.counter.tree is tree
+            got[tree] = (n, engine.counter.work[0])
+            if tree is not VectorTree:
+                big = [root.big for root in _roots(engine)]
+                assert big and all(big) == (n >= 1 << 63), (w, n, big)
+        assert got[VectorTree] == got[_twin.VectorTree], w  # type: ignore[union-attr]
+        n = got[VectorTree][0]
+        if expected is not None:
+            assert n == expected
+        assert (n >= 1 << 63) == (w > 12), (w, n)

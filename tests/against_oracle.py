@@ -22,6 +22,7 @@ from kleene.language import ast
 from kleene.language.errors import LimitError
 from kleene.language.printer import to_ceql
 from kleene.reference.oracle import OracleBudgetExceeded, evaluate
+from kleene.reference.semantics import binds
 
 Case = tuple[ast.Query, list[dict[str, Any]], list[int]]
 
@@ -363,6 +364,42 @@ def without(query: ast.Query, feature: str) -> ast.Query:
     if feature in ("UNLESS", "conditions", "nested selector"):
         return replace(query, where=_map_patterns(query.where, lambda p: _strip(p, feature)))
     raise ValueError(f"unknown feature {feature!r}")
+
+
+def without_outer(p: ast.Pattern) -> ast.Pattern:
+    """``p`` with every FILTER atom naming a variable its pattern does not bind taken out."""
+    changes = {
+        name: without_outer(getattr(p, name))
+        for name in ("pattern", "left", "right")
+        if isinstance(getattr(p, name, None), ast.Pattern)
+    }
+    p = replace(p, **changes) if changes else p  # type: ignore[arg-type]
+    if not isinstance(p, ast.Filter):
+        return p
+    inner = binds(p.pattern)
+
+    def keep(c: ast.FilterExpr) -> ast.FilterExpr | None:
+        if isinstance(c, ast.FilterAnd):
+            left, right = keep(c.left), keep(c.right)
+            return left if right is None else right if left is None else replace(c, left=left, right=right)
+        if isinstance(c, ast.FilterAtom):
+            names = {c.var} | {r.var for r in _refs(c.pred)}
+            return c if names <= inner else None
+        return c
+
+    cond = keep(p.condition)
+    return p.pattern if cond is None else replace(p, condition=cond)
+
+
+def _refs(node: object) -> list[ast.VarAttr]:
+    if isinstance(node, ast.VarAttr):
+        return [] if node.prev else [node]
+    out: list[ast.VarAttr] = []
+    for name in ("left", "right", "operand", "low", "high"):
+        child = getattr(node, name, None)
+        if child is not None:
+            out += _refs(child)
+    return out
 
 
 def measure_feature(

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import kleene
-from against_oracle import aimed, check_against_oracle, feature_changed, oracle
+from against_oracle import aimed, check_against_oracle, feature_changed, oracle, without_outer
 from generators import negated_outer_cases
 from kleene.language import ast
 from kleene.language.errors import QueryError
@@ -21,7 +21,6 @@ from kleene.language.normal_form import unfold_outer_ors
 from kleene.language.parser import parse_query
 from kleene.language.printer import to_ceql
 from kleene.reference.oracle import evaluate
-from kleene.reference.semantics import binds
 
 # 0 A5, 1 C3, 2 B1, 3 C7, 4 B2, 5 A8, 6 C6, 7 B3
 ROWS = [
@@ -222,47 +221,11 @@ def test_kleene_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "which is not the first event of every left match" in capsys.readouterr().err
 
 
-def _without_outer(p: ast.Pattern) -> ast.Pattern:
-    """``p`` with every FILTER atom naming a variable its pattern does not bind taken out."""
-    changes = {
-        name: _without_outer(getattr(p, name))
-        for name in ("pattern", "left", "right")
-        if isinstance(getattr(p, name, None), ast.Pattern)
-    }
-    p = replace(p, **changes) if changes else p  # type: ignore[arg-type]
-    if not isinstance(p, ast.Filter):
-        return p
-    inner = binds(p.pattern)
-
-    def keep(c: ast.FilterExpr) -> ast.FilterExpr | None:
-        if isinstance(c, ast.FilterAnd):
-            left, right = keep(c.left), keep(c.right)
-            return left if right is None else right if left is None else replace(c, left=left, right=right)
-        if isinstance(c, ast.FilterAtom):
-            names = {c.var} | {r.var for r in _refs(c.pred)}
-            return c if names <= inner else None
-        return c
-
-    cond = keep(p.condition)
-    return p.pattern if cond is None else replace(p, condition=cond)
-
-
-def _refs(node: object) -> list[ast.VarAttr]:
-    if isinstance(node, ast.VarAttr):
-        return [] if node.prev else [node]
-    out: list[ast.VarAttr] = []
-    for name in ("left", "right", "operand", "low", "high"):
-        child = getattr(node, name, None)
-        if child is not None:
-            out += _refs(child)
-    return out
-
-
 def _compare(case: tuple[ast.Query, list[dict], list[int]], feature: str) -> None:
     query, events, times = case
     expected = oracle(case)
     if expected is not None:
-        variant = replace(query, where=_without_outer(query.where))
+        variant = replace(query, where=without_outer(query.where))
         feature_changed(feature, evaluate(variant, events, times=times) != expected)
     check_against_oracle(case, aim_at=[])
 

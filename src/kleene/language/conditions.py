@@ -286,15 +286,22 @@ def on_later_variable(filtered: ast.Pattern, atom: ast.FilterAtom) -> ast.Filter
 
 def swap_target(node: Any, old: str, new: str) -> Any:
     """``node`` read from ``new``'s event: ``attr`` becomes ``old.attr``, ``new.attr`` ``attr``."""
-    if isinstance(node, ast.Attr):
-        return ast.VarAttr(old, node.name, False, node.span)
-    if isinstance(node, ast.VarAttr) and node.var == new and not node.prev:
+    return read_on_event(node, old, frozenset({new}))
+
+
+def read_on_event(node: Any, outer: str | None, names: frozenset[str]) -> Any:
+    """``node`` read on one event bound to each of ``names``: ``x.attr`` for ``x`` in ``names``
+    becomes ``attr``, and a bare ``attr`` (the atom's own variable's) becomes ``outer.attr``
+    (kept when ``outer`` is None)."""
+    if isinstance(node, ast.Attr) and outer is not None:
+        return ast.VarAttr(outer, node.name, False, node.span)
+    if isinstance(node, ast.VarAttr) and node.var in names and not node.prev:
         return ast.Attr(node.name, node.span)
     changes = {}
     for name in ("left", "right", "operand", "low", "high"):
         child = getattr(node, name, None)
         if child is not None:
-            changes[name] = swap_target(child, old, new)
+            changes[name] = read_on_event(child, outer, names)
     return dataclasses.replace(node, **changes) if changes else node
 
 

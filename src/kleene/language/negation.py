@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kleene.language import ast
-from kleene.language.conditions import atoms, binding_count, var_attrs
+from kleene.language.conditions import atoms, binding_count, read_on_event, var_attrs
 from kleene.language.variables import WILDCARD, bound_variables, children
 
 __all__ = ["outer_names", "rewrite_negations"]
@@ -267,24 +267,9 @@ def _filtered(
             continue
         if any(r.var in local and r.var not in alt.names for r in var_attrs(cond.pred)):
             return None
-        pred = _on_the_event(cond.pred, cond.var if cond.var not in alt.names else None, alt.names)
+        pred = read_on_event(cond.pred, cond.var if cond.var not in alt.names else None, alt.names)
         out.append(dataclasses.replace(alt, conds=(*alt.conds, pred)))
     return out
-
-
-def _on_the_event(node: Any, outer: str | None, names: frozenset[str]) -> Any:
-    """A predicate read on the NOT's event: ``x.attr`` for ``x`` bound to it is ``attr``, and
-    ``attr`` of an atom on the outer ``outer`` is ``outer.attr``."""
-    if isinstance(node, ast.Attr) and outer is not None:
-        return ast.VarAttr(outer, node.name, False, node.span)
-    if isinstance(node, ast.VarAttr) and node.var in names and not node.prev:
-        return ast.Attr(node.name, node.span)
-    changes = {}
-    for name in ("left", "right", "operand", "low", "high"):
-        child = getattr(node, name, None)
-        if child is not None:
-            changes[name] = _on_the_event(child, outer, names)
-    return dataclasses.replace(node, **changes) if changes else node
 
 
 def _any(preds: list[ast.Pred]) -> ast.Pred:

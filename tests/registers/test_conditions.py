@@ -214,6 +214,21 @@ def test_only_relevant_events_are_visited() -> None:
     assert {(m.start, m.end, m.positions) for m in got} == expected
     relevant = sum(1 for r in rows if r["type"] == "BUY" or r["price"] > 100)
     assert session.engine.steps == relevant < len(rows)
+    assert "only events some transition accepts are visited" in q.explain()
+
+
+def test_with_unless_every_event_is_visited_and_explain_says_so() -> None:
+    """UNLESS's monitors may start on any event, so the prefilter does not skip events; the
+    engine's count of visited events and ``explain`` agree."""
+    q = kleene.compile(
+        "SELECT * WHERE (SELL as a ; BUY as b FILTER b[price < a.price]) UNLESS HOLD WITHIN 6 EVENTS"
+    )
+    rows = [{"type": ("SELL", "BUY", "HOLD", "NONE")[i % 4], "price": (i * 37) % 200} for i in range(400)]
+    session = q.session()
+    got = session.feed(pa.RecordBatch.from_pylist(rows), with_events=False)
+    assert {(m.start, m.end, m.positions) for m in got} == evaluate(q.ast, rows)
+    assert session.engine.steps == len(rows)
+    assert "every event visited (UNLESS" in q.explain()
 
 
 def test_partitions_consume_and_limit() -> None:

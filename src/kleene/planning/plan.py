@@ -201,6 +201,8 @@ class Plan:
                     if srt.selectors
                     else "every event visited (contiguity)"
                     if srt.contiguous or self.query.select.strategy == "STRICT"
+                    else "every event visited (UNLESS: its monitors may start on any event)"
+                    if srt.monitors
                     else "only events some transition accepts are visited"
                 )
             )

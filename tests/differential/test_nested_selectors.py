@@ -27,6 +27,7 @@ from kleene.language.errors import LimitError, UnsupportedError
 from kleene.language.parser import parse_query
 from kleene.language.printer import to_ceql
 from kleene.reference.oracle import evaluate
+from refusals import assert_refused
 
 
 def _events(types: str) -> list[dict[str, Any]]:
@@ -227,16 +228,7 @@ REFUSED = [
 def test_refused_with_a_caret_at_the_selector(
     text: str, needle: str, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kleene.cli import main
-
-    with pytest.raises(UnsupportedError) as info:
-        kleene.compile(text)
-    err = info.value
-    assert message in err.message
-    assert (err.line, err.column) == (1, text.index(needle) + 1)
-    assert "^" in str(err)
-    assert main(["explain", text]) == 2
-    assert message in capsys.readouterr().err
+    assert_refused(text, needle, message, capsys, UnsupportedError)
 
 
 def test_cli_runs_a_nested_selector(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:

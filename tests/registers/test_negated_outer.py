@@ -16,11 +16,11 @@ import kleene
 from against_oracle import aimed, check_against_oracle, feature_changed, oracle, without_outer
 from generators import negated_outer_cases
 from kleene.language import ast
-from kleene.language.errors import QueryError
 from kleene.language.normal_form import unfold_outer_ors
 from kleene.language.parser import parse_query
 from kleene.language.printer import to_ceql
 from kleene.reference.oracle import evaluate
+from refusals import assert_refused
 
 # 0 A5, 1 C3, 2 B1, 3 C7, 4 B2, 5 A8, 6 C6, 7 B3
 ROWS = [
@@ -196,15 +196,7 @@ REFUSED = [
 def test_refused_with_the_reason(
     text: str, needle: str, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kleene.cli import main
-
-    with pytest.raises(QueryError) as info:
-        kleene.compile(text)
-    err = info.value
-    assert message in err.message
-    assert (err.line, err.column) == (1, text.index(needle) + 1)
-    assert main(["explain", text]) == 2
-    assert message in capsys.readouterr().err
+    assert_refused(text, needle, message, capsys)
 
 
 def test_kleene_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

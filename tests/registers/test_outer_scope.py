@@ -16,10 +16,10 @@ from against_oracle import (
 )
 from generators import outer_scope_cases
 from kleene.language import ast
-from kleene.language.errors import QueryError
 from kleene.language.parser import parse_query
 from kleene.language.scopes import lift_outer_conditions
 from kleene.reference.oracle import evaluate
+from refusals import assert_refused
 
 ROWS = [
     {"type": t, "v": v, "id": i}
@@ -118,15 +118,7 @@ def test_the_lift_is_shown_by_the_rewrite() -> None:
 def test_refused_with_the_reason(
     text: str, needle: str, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kleene.cli import main
-
-    with pytest.raises(QueryError) as info:
-        kleene.compile(text)
-    err = info.value
-    assert message in err.message
-    assert (err.line, err.column) == (1, text.index(needle) + 1)
-    assert main(["explain", text]) == 2
-    assert message in capsys.readouterr().err
+    assert_refused(text, needle, message, capsys)
 
 
 @aimed("outer conditions")

@@ -368,12 +368,10 @@ def without(query: ast.Query, feature: str) -> ast.Query:
 
 def without_outer(p: ast.Pattern) -> ast.Pattern:
     """``p`` with every FILTER atom naming a variable its pattern does not bind taken out."""
-    changes = {
-        name: without_outer(getattr(p, name))
-        for name in ("pattern", "left", "right")
-        if isinstance(getattr(p, name, None), ast.Pattern)
-    }
-    p = replace(p, **changes) if changes else p  # type: ignore[arg-type]
+    return _map_patterns(p, _without_outer_atoms)
+
+
+def _without_outer_atoms(p: ast.Pattern) -> ast.Pattern:
     if not isinstance(p, ast.Filter):
         return p
     inner = binds(p.pattern)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kleene.language import ast
-from kleene.language.variables import bound_variables, single_event
+from kleene.language.variables import bound_variables, children, single_event
 
 MANY = 2
 """``binding_count`` of a variable bound to several events in some match."""
@@ -70,6 +70,24 @@ def atoms(cond: ast.FilterExpr) -> Iterator[ast.FilterAtom]:
     else:
         yield from atoms(cond.left)
         yield from atoms(cond.right)
+
+
+def atom_names(atom: ast.FilterAtom) -> frozenset[str]:
+    """The variables an atom needs bound: its own and those it reads (``prev`` is its own)."""
+    return frozenset({atom.var} | {r.var for r in var_attrs(atom.pred) if not r.prev})
+
+
+def outer_names(p: ast.Pattern) -> frozenset[str]:
+    """The variables FILTERs inside ``p`` name (``prev`` aside) that ``p`` does not bind."""
+    found: set[str] = set()
+    todo = [p]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Filter):
+            for atom in atoms(node.condition):
+                found |= atom_names(atom)
+        todo.extend(children(node))
+    return frozenset(found) - bound_variables(p)
 
 
 def nary_filters(p: ast.Pattern) -> Iterator[tuple[ast.Filter, ast.FilterAtom]]:

@@ -36,15 +36,21 @@ when that applies).
 from __future__ import annotations
 
 import dataclasses
-import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kleene.language import ast
-from kleene.language.conditions import atoms, binding_count, read_on_event, var_attrs
-from kleene.language.variables import WILDCARD, bound_variables, children
+from kleene.language.conditions import (
+    atom_names,
+    atoms,
+    binding_count,
+    outer_names,
+    read_on_event,
+    var_attrs,
+)
+from kleene.language.variables import WILDCARD, bound_variables, children, fresh_names
 
-__all__ = ["outer_names", "rewrite_negations"]
+__all__ = ["rewrite_negations"]
 
 _FALSE = ast.EventType("\x00nothing")
 """A pattern that matches nothing (only while rewriting; simplified away)."""
@@ -58,10 +64,6 @@ def rewrite_negations(query: ast.Query) -> ast.Query:
 
 
 # ------------------------------------------------------------- Thm 5.3's lift
-
-
-def _names(atom: ast.FilterAtom) -> frozenset[str]:
-    return frozenset({atom.var} | {r.var for r in var_attrs(atom.pred) if not r.prev})
 
 
 def _unary_outer(atom: ast.FilterAtom, inner: frozenset[str]) -> bool:
@@ -200,28 +202,9 @@ def _used_names(query: ast.Query, where: ast.Pattern) -> frozenset[str]:
             continue
         if isinstance(node, ast.Filter):
             for atom in atoms(node.condition):
-                used |= _names(atom)
+                used |= atom_names(atom)
         todo.extend(children(node))
     return frozenset(used)
-
-
-def _outer_reads(p: ast.Pattern) -> bool:
-    """Does a FILTER inside ``p`` name a variable ``p`` does not bind?"""
-    return bool(outer_names(p))
-
-
-def outer_names(p: ast.Pattern) -> frozenset[str]:
-    """The variables FILTERs inside ``p`` name (``prev`` aside) that ``p`` does not bind."""
-    local = bound_variables(p)
-    found: set[str] = set()
-    todo = [p]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Filter):
-            for a in atoms(node.condition):
-                found |= _names(a) - local
-        todo.extend(children(node))
-    return frozenset(found)
 
 
 def _alternatives(p: ast.Pattern, local: frozenset[str]) -> list[_Alt] | None:
@@ -280,19 +263,11 @@ def _any(preds: list[ast.Pred]) -> ast.Pred:
 
 
 def _negate(p: ast.Pattern, used: frozenset[str]) -> ast.Pattern:
-    counter = itertools.count(1)
-    taken = set(bound_variables(p)) | set(used)
-
-    def fresh() -> str:
-        while True:
-            name = f"not{next(counter)}"
-            if name not in taken:
-                taken.add(name)
-                return name
+    fresh = fresh_names("not", set(bound_variables(p)) | set(used))
 
     def walk(node: ast.Pattern) -> ast.Pattern:
         if isinstance(node, ast.NotEvent):
-            made = _positive(node, used, fresh) if _outer_reads(node.pattern) else None
+            made = _positive(node, used, fresh) if outer_names(node.pattern) else None
             return node if made is None else made
         changes: dict[str, Any] = {n: walk(c) for n in ("pattern", "left", "right")
                    if isinstance(c := getattr(node, n, None), ast.Pattern)}
@@ -302,7 +277,9 @@ def _negate(p: ast.Pattern, used: frozenset[str]) -> ast.Pattern:
     return walk(p)
 
 
-def _positive(node: ast.NotEvent, used: frozenset[str], fresh: Any) -> ast.Pattern | None:
+def _positive(
+    node: ast.NotEvent, used: frozenset[str], fresh: Callable[[], str]
+) -> ast.Pattern | None:
     """``NOT(ψ)`` as an OR of single events (module docstring), or None if not covered."""
     alts = _alternatives(node.pattern, bound_variables(node.pattern))
     if alts is None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 
 from kleene.language import ast
-from kleene.language.conditions import atoms, var_attrs
+from kleene.language.conditions import atom_names, atoms, outer_names
 from kleene.language.negation import rewrite_negations
 from kleene.language.variables import bound_variables
 
@@ -68,14 +68,14 @@ def _distribute(p: ast.Pattern) -> ast.Pattern:
     if not isinstance(p, ast.Seq):
         return p
     left, right = p.left, p.right
-    if isinstance(left, ast.Or) and (_open(left.left) | _open(left.right)) & bound_variables(right):
+    if isinstance(left, ast.Or) and (outer_names(left.left) | outer_names(left.right)) & bound_variables(right):
         return ast.Or(
             _distribute(dataclasses.replace(p, left=left.left)),
             _distribute(dataclasses.replace(p, left=left.right)),
             p.span,
         )
     if isinstance(right, ast.Or) and (
-        (_open(right.left) | _open(right.right)) - bound_variables(left)
+        (outer_names(right.left) | outer_names(right.right)) - bound_variables(left)
     ):
         return ast.Or(
             _distribute(dataclasses.replace(p, right=right.left)),
@@ -83,23 +83,6 @@ def _distribute(p: ast.Pattern) -> ast.Pattern:
             p.span,
         )
     return p
-
-
-def _open(p: ast.Pattern) -> frozenset[str]:
-    """The variables the FILTERs of ``p`` read that ``p`` does not bind."""
-    found: set[str] = set()
-    todo = [p]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Filter):
-            for atom in atoms(node.condition):
-                found |= _names(atom)
-        todo.extend(
-            child
-            for name in ("pattern", "left", "right")
-            if isinstance(child := getattr(node, name, None), ast.Pattern)
-        )
-    return frozenset(found) - bound_variables(p)
 
 
 def _unfold(p: ast.Pattern) -> ast.Pattern:
@@ -117,7 +100,7 @@ def _unfold(p: ast.Pattern) -> ast.Pattern:
     parts = _conjuncts(p.condition)
     for k, part in enumerate(parts):
         if isinstance(part, ast.FilterOr) and any(
-            not _names(atom) <= inner for atom in atoms(part)
+            not atom_names(atom) <= inner for atom in atoms(part)
         ):
             rest = parts[:k] + parts[k + 1 :]
             sides = [
@@ -141,6 +124,3 @@ def _and(parts: list[ast.FilterExpr]) -> ast.FilterExpr:
     return out
 
 
-def _names(atom: ast.FilterAtom) -> frozenset[str]:
-    """The variables an atom needs bound: its own and those it reads (``prev`` is its own)."""
-    return frozenset({atom.var} | {r.var for r in var_attrs(atom.pred) if not r.prev})

@@ -42,12 +42,12 @@ that are each the left match's first event stays where written too, recorded in
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Iterator
 from typing import Any
 
 from kleene.language import ast
 from kleene.language.conditions import (
+    atom_names,
     atoms,
     binding_count,
     on_later_variables,
@@ -55,7 +55,13 @@ from kleene.language.conditions import (
     without_self_references,
 )
 from kleene.language.printer import pattern_to_ceql
-from kleene.language.variables import bound_variables, children, nullable, single_event
+from kleene.language.variables import (
+    bound_variables,
+    children,
+    fresh_names,
+    nullable,
+    single_event,
+)
 
 __all__ = ["Lifted", "evaluated_form", "lift_outer_conditions"]
 
@@ -82,10 +88,6 @@ class _Lift:
     fresh: str | None  # the variable bound to the FILTER's pattern (φ6), if any
 
 
-def _needs(atom: ast.FilterAtom) -> frozenset[str]:
-    return frozenset({atom.var} | {r.var for r in var_attrs(atom.pred) if not r.prev})
-
-
 def _top_conjuncts(cond: ast.FilterExpr) -> Iterator[ast.FilterExpr]:
     if isinstance(cond, ast.FilterAnd):
         yield from _top_conjuncts(cond.left)
@@ -104,7 +106,7 @@ def _all_names(p: ast.Pattern) -> set[str]:
         if isinstance(node, ast.As):
             names.add(node.var)
         if isinstance(node, ast.Filter):
-            names |= {v for a in atoms(node.condition) for v in _needs(a) | {a.var}}
+            names |= {v for a in atoms(node.condition) for v in atom_names(a) | {a.var}}
         stack.extend(children(node))
     return names
 
@@ -148,25 +150,17 @@ def lift_outer_conditions(p: ast.Pattern) -> Lifted:
     """``p`` with every FILTER atom naming an outer variable moved to the nearest enclosing
     pattern binding all its variables (module docstring), and, for the atoms that name one and
     stay, why they could not be moved."""
-    names = _all_names(p)
-    counter = itertools.count(1)
+    fresh = fresh_names("scope", _all_names(p))
     attach: dict[int, list[ast.FilterAtom]] = {}  # id(enclosing node) -> atoms to add
     moved: dict[int, _Lift] = {}  # id(atom as written) -> its lift
     why: dict[int, str] = {}
     shown: dict[str, str] = {}
     monitored: dict[int, frozenset[str]] = {}
 
-    def fresh() -> str:
-        while True:
-            name = f"scope{next(counter)}"
-            if name not in names:
-                names.add(name)
-                return name
-
     def place(atom: ast.FilterAtom, where: ast.Filter, path: list[ast.Pattern]) -> None:
         """Find where ``atom`` of the FILTER ``where`` goes (``path``: its ancestors)."""
         key = id(atom)
-        needs = _needs(atom)
+        needs = atom_names(atom)
         own = atom.var if atom.var in bound_variables(where.pattern) else None
         renamed = own is not None and _binds_all(where.pattern, own)
         if renamed:  # y is every event of the FILTER's pattern: a fresh name is y here
@@ -228,15 +222,15 @@ def lift_outer_conditions(p: ast.Pattern) -> Lifted:
             inner = bound_variables(node.pattern)
             for part in _top_conjuncts(node.condition):
                 if isinstance(part, ast.FilterAtom):
-                    if not _needs(part) <= inner and not any(
+                    if not atom_names(part) <= inner and not any(
                         r.prev for r in var_attrs(part.pred)
                     ):
                         place(part, node, path)
-                    elif not _needs(part) <= inner:
+                    elif not atom_names(part) <= inner:
                         why[id(part)] = "it reads prev(...), which is local to this FILTER"
                 else:
                     for atom in atoms(part):
-                        if not _needs(atom) <= inner:
+                        if not atom_names(atom) <= inner:
                             why[id(atom)] = (
                                 "it is one side of an OR of conditions; write the OR as "
                                 "an OR of patterns"
@@ -288,7 +282,7 @@ def _unmonitored(
         )
     if not outer <= bound_variables(unless.left):
         return f"it is on the right of UNLESS and reads {shown}, bound outside the UNLESS"
-    if not (_needs(atom) - outer) <= bound_variables(where.pattern):
+    if not (atom_names(atom) - outer) <= bound_variables(where.pattern):
         return (
             "it is on the right of UNLESS and reads both the left side's variables and "
             "variables of the right side outside its own FILTER; put those in the FILTER's "

@@ -9,6 +9,9 @@ whose attributes a filter can read.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
+
 from kleene.language import ast
 
 __all__ = [
@@ -118,3 +121,18 @@ def nullable(pattern: ast.Pattern) -> bool:
     if isinstance(pattern, ast.Iter):
         return nullable(pattern.pattern)
     return False
+
+
+def fresh_names(prefix: str, taken: set[str]) -> Callable[[], str]:
+    """A source of variable names ``prefix1``, ``prefix2``, ... not in ``taken`` (each one
+    given is added to it), for the variables a rewrite introduces."""
+    counter = itertools.count(1)
+
+    def fresh() -> str:
+        while True:
+            name = f"{prefix}{next(counter)}"
+            if name not in taken:
+                taken.add(name)
+                return name
+
+    return fresh

@@ -61,13 +61,13 @@ from kleene.language.conditions import (
     across_pair,
     atoms,
     conjuncts,
+    outer_names,
     plain_attrs,
     reads_others,
     reads_prev,
     swap_target,
     var_attrs,
 )
-from kleene.language.negation import outer_names
 from kleene.language.variables import WILDCARD, nullable
 from kleene.limits import Limits
 from kleene.predicates.nodes import structural_key

@@ -216,6 +216,8 @@ class RegisterEngine:
         """Per seeded monitor: ``(partition, left start)`` whose runs ended a match."""
         self.start_register = {k: r for ts in srt.labelled for t in ts for r, k in t.checks}
         """Per monitor: the register holding the start of its UNLESS's left match."""
+        self.pruned = [k for k in self.start_register if self.seeded[k]]
+        """The seeded monitors whose left starts are forgotten once no run holds them."""
         self.seeds: dict[Hashable, tuple[Any, ...]] | None = None
         """Of a seeded monitor: the registers its runs start with, per (partition, left start)."""
         for k, monitor in enumerate(self.monitors):
@@ -287,9 +289,8 @@ class RegisterEngine:
                     latest = self.latest[k]
                     latest[key] = max(latest.get(key, -1), max(s for s, _ in ended))
             found = self._step(key, positions[i], time, bit_list[i], columns, i, tau)
-            for k in self.start_register:
-                if self.seeded[k]:
-                    self._prune_seeded(k, key)
+            for k in self.pruned:
+                self._prune_seeded(k, key)
             if found:
                 self._emit(found, positions[i], key, out)
             if self.steps >= self._sweep_at:
@@ -358,10 +359,9 @@ class RegisterEngine:
                 live += len(kept)
             else:
                 del self.runs[key]
-        for k in self.start_register:
-            if self.seeded[k]:
-                for key in list(self.contexts[k]):
-                    self._prune_seeded(k, key)
+        for k in self.pruned:
+            for key in list(self.contexts[k]):
+                self._prune_seeded(k, key)
         self.live = live
         self._look_at = min(self.limits.max_runs, live + CHECK_EVERY)
         self._sweep_at = self.steps + max(SWEEP_STEPS, live)

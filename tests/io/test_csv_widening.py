@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from kleene.io import readers
+from kleene.io import csv_reader, readers
 
 
 def wide_file(tmp_path: Path, columns: int = 10, rows: int = 60_000) -> Path:
@@ -33,16 +33,16 @@ def read_counting(
     path: Path, monkeypatch: pytest.MonkeyPatch, survey: bool
 ) -> tuple[pa.Table, int]:
     opened = [0]
-    real = readers._csv_reader
+    real = csv_reader._csv_reader
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         opened[0] += 1
         return real(*args, **kwargs)
 
     with monkeypatch.context() as patch:
-        patch.setattr(readers, "_csv_reader", counting)
+        patch.setattr(csv_reader, "_csv_reader", counting)
         if not survey:
-            patch.setattr(readers, "_survey", lambda *a, **k: None)
+            patch.setattr(csv_reader, "_survey", lambda *a, **k: None)
         # 8,192 rows a batch: Arrow reads 1 MiB blocks (it infers types from the first)
         table = pa.Table.from_batches(list(readers.read_batches(path, batch_size=8192)))
     return table, opened[0]
@@ -66,7 +66,7 @@ def test_types_are_settled_in_one_survey_pass(
 def test_a_column_empty_in_the_first_block_widens_as_before(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """null -> int64 -> float64 -> string, as :func:`readers._widen` steps, including a column
+    """null -> int64 -> float64 -> string, as :func:`csv_reader._widen` steps, including a column
     with no value at all (stays null) and one with integers only after the first block."""
     lines = ["type,empty,late_int,late_float,stamp"]
     for i in range(80_000):

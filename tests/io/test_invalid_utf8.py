@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import kleene
-from kleene.io import readers
+from kleene.io import textfiles
 from kleene.io.readers import read_table
 from kleene.io.utf8 import INVALID_UTF8
 from kleene_process import kleene_run as cli
@@ -88,7 +88,7 @@ def test_in_the_type_column(tmp_path: Path) -> None:
 
 def test_a_later_csv_block_and_a_large_jsonl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Bytes past Arrow's first block (the column was typed string) and the streaming path."""
-    monkeypatch.setattr(readers, "BUFFER_BYTES", 1000)
+    monkeypatch.setattr(textfiles, "BUFFER_BYTES", 1000)
     rows = 60_000
     data = tmp_path / "big.csv"
     body = b"".join(b"DEP,name%d,%d\n" % (i, i) for i in range(rows))

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kleene.io import readers
+from kleene.io import textfiles
 from kleene.io.badrows import BadRowPolicy
 from kleene.io.readers import count_rows, detect_format, read_batches, read_table
 from kleene.io.reorder import UNSORTED_HINT
@@ -154,7 +154,7 @@ class TestMixedTypes:
         assert t.column("late").null_count == 30_000
 
     def test_csv_second_pass_for_large_files(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr(readers, "BUFFER_BYTES", 1)  # force the re-read path
+        monkeypatch.setattr(textfiles, "BUFFER_BYTES", 1)  # force the re-read path
         lines = [f"{i},{i}" for i in range(30_000)] + ["30000,x"]
         t = table_of(write_csv(tmp_path / "big.csv", "i,v", lines), batch_size=5000)
         assert t.schema.field("v").type == pa.string()
@@ -196,15 +196,15 @@ class TestMixedTypes:
         ints: list[dict[str, object]] = [{"x": i} for i in range(100)]
         rows = ints + [{"x": 0.5}] + ints
         p = write_jsonl_rows(tmp_path / "c.jsonl", rows)
-        for limit in (readers.BUFFER_BYTES, 1):  # buffered first pass, then forced second pass
-            monkeypatch.setattr(readers, "BUFFER_BYTES", limit)
+        for limit in (textfiles.BUFFER_BYTES, 1):  # buffered first pass, then forced second pass
+            monkeypatch.setattr(textfiles, "BUFFER_BYTES", limit)
             t = table_of(p, batch_size=16)
             assert t.schema.field("x").type == pa.float64()
             assert t.column("x")[100].as_py() == 0.5 and t.num_rows == 201
             assert t.column("x")[101].as_py() == 0.0
 
     def test_jsonl_mixed_across_chunks_second_pass(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr(readers, "BUFFER_BYTES", 1)
+        monkeypatch.setattr(textfiles, "BUFFER_BYTES", 1)
         rows: list[dict[str, object]] = [{"t": "2024-01-01T00:00:00", "v": i} for i in range(50)] + [{"t": "soon", "v": "x"}]
         t = table_of(write_jsonl_rows(tmp_path / "c.jsonl", rows), batch_size=10)
         assert t.schema.field("t").type == pa.string()

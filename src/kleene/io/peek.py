@@ -25,7 +25,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from kleene.io.readers import csv_delimiter, detect_format
+from kleene.io.csv_reader import csv_delimiter
+from kleene.io.readers import detect_format
 
 SAMPLE_BYTES = 1 << 20
 """How much of a CSV file the type inference reads (Arrow's block)."""

@@ -33,7 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kleene.io.badrows import SKIP_HINTS
-from kleene.io.readers import BUFFER_BYTES, read_batches
+from kleene.io.readers import read_batches
+from kleene.io.textfiles import BUFFER_BYTES
 from kleene.io.utf8 import INVALID_UTF8, unmark
 from kleene.io.utf8 import REASON as UTF8_REASON
 from kleene.language.errors import DataError, KleeneError

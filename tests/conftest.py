@@ -68,16 +68,16 @@ def pytest_configure(config: pytest.Config) -> None:
 def twins(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Runs a test with the compiled twins of the hot loops, then with their pure-Python
     originals (kleene/native.py); the compiled run is skipped where they were not built."""
-    from kleene.io import writers
+    from kleene.io import jsonl_bulk
     from kleene.runtime import engine, enumeration, evaluator
 
     if request.param == "compiled":
-        if (enumeration._compiled is None or writers._jsonl is None or evaluator._compiled is None
+        if (enumeration._compiled is None or jsonl_bulk._jsonl is None or evaluator._compiled is None
                 or engine.LOOP is None):
             pytest.skip("the compiled twins are not built here")
     else:
         monkeypatch.setattr(engine, "LOOP", None)
         monkeypatch.setattr(evaluator.Evaluator, "step", evaluator.PURE_STEP)
         monkeypatch.setattr(enumeration.Columns, "add_node", enumeration.PURE_ADD_NODE)
-        monkeypatch.setattr(writers, "_jsonl", None)
+        monkeypatch.setattr(jsonl_bulk, "_jsonl", None)
     return str(request.param)

@@ -16,7 +16,7 @@ With ``events=True`` a batch also keeps :class:`EventRows`: references to the
 stored input batches its events come from.  Their data is then *gathered*
 column by column (``pyarrow.Table.take`` on the input rows) instead of being
 copied into one dict per event: :meth:`MatchBatch.to_arrow` builds
-``events`` as a list of structs, and :func:`kleene.io.writers.json_lines`
+``events`` as a list of structs, and :func:`kleene.io.jsonl_bulk.json_lines`
 renders each input row as JSON once and joins the rows of every complex
 event with Arrow's string kernels.
 """

@@ -260,10 +260,10 @@ def test_the_jsonl_writer_says_when_it_handed_bytes_to_the_file(
     import pyarrow as pa
 
     import kleene
-    from kleene.io import writers
+    from kleene.io import jsonl_bulk, writers
 
     if pure:
-        monkeypatch.setattr(writers, "_jsonl", None)
+        monkeypatch.setattr(jsonl_bulk, "_jsonl", None)
     events = pa.table({"type": ["SELL", "BUY", "SELL", "BUY"] * 500, "price": [120.0, 40.0, 150.0, 99.5] * 500})
     query = kleene.compile(PAIR)
     calls: list[int] = []

@@ -43,7 +43,9 @@ from against_oracle import (
 )
 from generators import STREAM_KEY, cases, condition_cases
 from kleene.cli import main
-from kleene.io.writers import JsonlWriter, dumps, json_rows, json_values
+from kleene.io.json_text import dumps
+from kleene.io.jsonl_bulk import json_rows, json_values
+from kleene.io.writers import JsonlWriter
 from kleene.results import MatchBatch, ragged_take
 from kleene.runtime.enumeration import Columns, enumerate_node
 from kleene.runtime.tecs import BOTTOM, OUTPUT, UNION
@@ -222,7 +224,7 @@ def test_few_events_among_many_rows_render_only_their_rows() -> None:
 
 
 def test_values_render_as_dumps_does() -> None:
-    """Every column type renders as json.dumps (via kleene.io.writers.dumps) renders it."""
+    """Every column type renders as json.dumps (via kleene.io.json_text.dumps) renders it."""
     table = pa.table(
         {
             "i": pa.array([1, None, -(2**63)], pa.int64()),
@@ -411,7 +413,7 @@ def test_a_file_gets_its_batches_written_behind_with_the_same_bytes(tmp_path: Pa
     (kleene.io._jsonl), while the next batch is evaluated: the same bytes as the writer that
     writes in the caller (a stream given to it), and an error of that thread comes out of the
     writer's next call."""
-    from kleene.io import writers
+    from kleene.io import jsonl_bulk
 
     table = pa.table({"type": ["SELL", "BUY", "SELL", "BUY", "BUY"] * 400, "price": [120.0, 40.0, 150.5, 99.0, 1e-7] * 400})
     batches = table.to_batches(max_chunksize=300)
@@ -423,7 +425,7 @@ def test_a_file_gets_its_batches_written_behind_with_the_same_bytes(tmp_path: Pa
         inline.write_batch(found)
     behind.close()
     inline.flush()
-    compiled = writers._jsonl is not None
+    compiled = jsonl_bulk._jsonl is not None
     assert (behind.laid_out_behind >= 2) == compiled and behind.count > 1000
     assert inline.laid_out_behind == 0
     assert path.read_text() == given_stream.getvalue()
@@ -448,9 +450,9 @@ def test_a_signal_while_the_writers_thread_starts_leaves_nothing_to_join(
     in tests/cli/test_signals.py about once in four runs)."""
     import threading
 
-    from kleene.io import writers
+    from kleene.io import jsonl_bulk
 
-    if writers._jsonl is None:
+    if jsonl_bulk._jsonl is None:
         pytest.skip("the lines are laid out in a thread only by the compiled twin")
     table = pa.table({"type": ["SELL", "BUY"] * 50, "price": [120.0, 40.0] * 50})
     found = next(iter(kleene.compile(PAIR).match_batches(table.to_batches(), events=True)))
@@ -473,9 +475,9 @@ def test_a_signal_while_the_writers_thread_starts_leaves_nothing_to_join(
 def test_large_batches_render_their_float_columns_in_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     """json_rows renders the floating-point columns of a large batch in a thread while it renders
     the others: the rows are those of dumps, and those of the serial rendering."""
-    from kleene.io import writers
+    from kleene.io import jsonl_bulk
 
-    n = writers.PARALLEL_ROWS + 5
+    n = jsonl_bulk.PARALLEL_ROWS + 5
     prices = [1.0, float("nan"), None, 1e16, 0.1, -2.5e-7, float("inf"), 123.456][:8] * (n // 8 + 1)
     batch = pa.record_batch({
         "type": pa.array(["SELL", "BUY", None, "é"] * (n // 4 + 1))[:n],
@@ -484,17 +486,17 @@ def test_large_batches_render_their_float_columns_in_a_thread(monkeypatch: pytes
         "ratio": pa.array([0.5, None] * (n // 2 + 1), pa.float32())[:n],
     })
     threads: list[tuple[str, str]] = []
-    render = writers.json_values
+    render = jsonl_bulk.json_values
 
     def spy(arr: Any, **kwargs: Any) -> pa.Array:
         threads.append((str(arr.type), threading.current_thread().name))
         return render(arr, **kwargs)
 
-    monkeypatch.setattr(writers, "json_values", spy)
+    monkeypatch.setattr(jsonl_bulk, "json_values", spy)
     parallel = json_rows(batch).to_pylist()
     assert sorted(threads) == sorted([("double", "kleene-json-floats"), ("float", "kleene-json-floats"),
                                       ("string", "MainThread"), ("int64", "MainThread")])
-    monkeypatch.setattr(writers, "PARALLEL_ROWS", n + 1)
+    monkeypatch.setattr(jsonl_bulk, "PARALLEL_ROWS", n + 1)
     threads.clear()
     assert json_rows(batch).to_pylist() == parallel
     assert {name for _, name in threads} == {"MainThread"}

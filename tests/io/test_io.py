@@ -24,10 +24,11 @@ import pytest
 
 from kleene.io import textfiles
 from kleene.io.badrows import BadRowPolicy
+from kleene.io.json_text import dumps, jsonable
 from kleene.io.readers import count_rows, detect_format, read_batches, read_table
 from kleene.io.reorder import UNSORTED_HINT
 from kleene.io.timecol import bad_reason, to_nanos
-from kleene.io.writers import JsonlWriter, dumps, jsonable, write_jsonl
+from kleene.io.writers import JsonlWriter, write_jsonl
 from kleene.language.errors import DataError
 
 ROWS = [

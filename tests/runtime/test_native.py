@@ -25,7 +25,7 @@ import kleene
 from against_oracle import SUPPORTED_CEL, Case, compile_case, pieces, prepared
 from generators import cases
 from kleene import native
-from kleene.io import writers
+from kleene.io import jsonl_bulk
 from kleene.io.writers import JsonlWriter
 from kleene.runtime import engine, enumeration, evaluator
 from kleene.runtime.enumeration import Columns
@@ -48,7 +48,7 @@ def test_twins_are_built_where_a_compiler_is() -> None:
     assert Columns.add_node is not enumeration.PURE_ADD_NODE
     assert Evaluator.step is not evaluator.PURE_STEP
     assert engine.LOOP is not None
-    assert writers._jsonl is not None
+    assert jsonl_bulk._jsonl is not None
 
 
 def both_walks(node: Any, tau: int | float, limit: int) -> None:
@@ -182,11 +182,11 @@ def test_join_twin_is_the_element_wise_join(values: list[tuple[str, str | None]]
     right = pa.array([b or "" for _, b in values], pa.string())
     if len(values) > 2:  # arrays that start inside their buffers
         left, right = left.slice(1), right.slice(1)
-    buffers = [writers._text_buffers(t) for t in (left, right)]
+    buffers = [jsonl_bulk._text_buffers(t) for t in (left, right)]
     got, offsets = _jsonl.join(  # type: ignore[union-attr]
         [c.encode() for c in constants], [o for o, _ in buffers], [d for _, d in buffers]
     )
-    expected = writers._concat([constants[0], left, constants[1], right, constants[2]], len(left))
+    expected = jsonl_bulk._concat([constants[0], left, constants[1], right, constants[2]], len(left))
     joined = pa.LargeStringArray.from_buffers(len(left), pa.py_buffer(offsets), pa.py_buffer(got))
     assert joined.to_pylist() == expected.to_pylist()
 
@@ -210,12 +210,12 @@ def test_compiled_and_pure_give_the_same_jsonl(monkeypatch: pytest.MonkeyPatch, 
         with JsonlWriter(tmp_path / name) as writer:
             for b in q.match_batches(batches, events=True):
                 writer.write_batch(b)
-        text = b"".join(bytes(writers.json_bytes(b)) for b in q.match_batches(batches, events=True))
+        text = b"".join(bytes(jsonl_bulk.json_bytes(b)) for b in q.match_batches(batches, events=True))
         return (tmp_path / name).read_bytes(), text
 
     compiled = lines("compiled.jsonl")
     monkeypatch.setattr(Columns, "add_node", enumeration.PURE_ADD_NODE)
-    monkeypatch.setattr(writers, "_jsonl", None)
+    monkeypatch.setattr(jsonl_bulk, "_jsonl", None)
     assert lines("pure.jsonl") == compiled
     assert compiled[0] == compiled[1]
     assert compiled[0].count(b"\n") == len(list(q.matches(batches))) > 0

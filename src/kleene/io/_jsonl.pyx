@@ -1,10 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-"""The layout of JSON Lines of :func:`kleene.io.writers._line_array`, compiled.
+"""The layout of JSON Lines of :func:`kleene.io.jsonl_bulk._line_array`, compiled.
 
 A line is ``head start, "end": end, "positions": [p1, p2, ...], "events": [row1, row2, ...tail``
 where the head (``{"start": ``, or with the query's name) and the tail (``]}`` and a newline,
 or with the partition) are texts chosen per line, and the rows are the input rows already
-rendered as JSON objects (:func:`kleene.io.writers.json_rows`).  The pure-Python original lays
+rendered as JSON objects (:func:`kleene.io.jsonl_bulk.json_rows`).  The pure-Python original lays
 the lines out with Arrow kernels (casts, list joins and one ``take`` over all pieces); that
 makes several passes over hundreds of megabytes and allocates as much again in intermediates.
 Here one pass measures the lines and a second writes them into one buffer: integers are
@@ -257,7 +257,7 @@ def join(list constants, list offsets, list datas):
     Row ``i`` is ``constants[0] + column_0[i] + constants[1] + ... + column_k-1[i] +
     constants[k]``, column ``j``'s value ``i`` being ``datas[j][offsets[j][i]:offsets[j][i + 1]]``
     (int64 offsets, as in an Arrow ``large_string`` array): the rows of
-    :func:`kleene.io.writers.json_rows` in one pass instead of Arrow's element-wise join.
+    :func:`kleene.io.jsonl_bulk.json_rows` in one pass instead of Arrow's element-wise join.
     """
     cdef Py_ssize_t k = len(offsets), j, i, n, total = 0, size
     if len(constants) != k + 1 or len(datas) != k or k == 0:

@@ -121,7 +121,7 @@ class BadRowPolicy:
         if self._stream is None:
             self.open()  # a deferred policy used without open(): open it now rather than lose rows
         if self._stream is not None:
-            from kleene.io.writers import dumps_line
+            from kleene.io.json_text import dumps_line
 
             record = {"row": row, "column": column, "reason": reason, "values": values}
             self._stream.write(dumps_line(record))

@@ -28,7 +28,7 @@ engines a query is rewritten, before it is checked and planned (docs/semantics.m
   (the competitors start at the window of the whole match, which depends on
   where the whole match ends), CONSUME BY, or a query strategy.
 * at the start of a side of AND or of UNLESS's left side: entered where the
-  product is (both sides wait together, kleene.automata.compile._waiting).
+  product is (both sides wait together, kleene.automata.fragments.waiting).
 * everything else is refused with :class:`UnsupportedError` at the selector,
   saying why: a NEXT/LAST/MAX at the start of a side of ALL or of UNLESS's
   right side, after ``:`` and a pattern that may match nothing (after ``;`` it is
@@ -196,7 +196,7 @@ class _Rewriter:
         if isinstance(p, ast.As | ast.Filter):
             return dataclasses.replace(p, pattern=self.pattern(p.pattern, strict, entered, top))
         # An iteration's first part is entered as the iteration is, the later ones after the
-        # previous one (kleene.automata.compile._Builder._iter_waiting).
+        # previous one (kleene.automata.construction.Builder._iter_waiting).
         if isinstance(p, ast.Iter):
             return dataclasses.replace(
                 p,
@@ -238,7 +238,7 @@ class _Rewriter:
                 right=self.pattern(p.right, strict, entered, top),
             )
         # AND's sides and UNLESS's left are entered where the product is (both wait for their
-        # first event together, kleene.automata.compile._waiting); UNLESS's right side starts
+        # first event together, kleene.automata.fragments.waiting); UNLESS's right side starts
         # inside the left match, and ALL's sides at different events.
         if isinstance(p, ast.And):
             return dataclasses.replace(

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kleene.automata.cea import Transition
-from kleene.automata.compile import NOT_LABEL, compile_named
+from kleene.automata.compile import compile_named
+from kleene.automata.fragments import NOT_LABEL
 from kleene.language import ast
 from kleene.language.conditions import without_self_references
 from kleene.language.errors import KleeneError

@@ -54,7 +54,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kleene.automata.compile import NOT_LABEL, StateNumbering
+from kleene.automata.fragments import NOT_LABEL, StateNumbering
 from kleene.automata.unroll import unroll
 from kleene.language import ast
 from kleene.language.conditions import (

@@ -4,7 +4,7 @@ When the conditions between events read no event the selector chooses (kleene.la
 refuses the other queries), ρ has unary conditions only, so its product — the finite automaton
 over unary predicates that tracks, with each run of ρ, the classes of the runs it competes with
 (kleene.automata.selection) — is the same as in the tECS engine.  It is built by the tECS
-compiler (:func:`kleene.automata.compile.selector_automaton`, not a second construction) and its
+compiler (:func:`kleene.automata.construction.selector_automaton`, not a second construction) and its
 states become states of the register automaton: transitions with unary masks and no register
 access.  The register builder (kleene.registers.automaton, ``_Selector``) enters it right after
 the left side of ``;`` or ``:`` without the gap state's TRUE loop (the product's entry waits with
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kleene.automata.compile import selector_automaton
+from kleene.automata.construction import selector_automaton
 from kleene.language import ast
 from kleene.limits import Limits
 from kleene.predicates.atoms import Atoms

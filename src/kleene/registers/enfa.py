@@ -1,6 +1,6 @@
 """The ε-NFA the register builder makes, and its per-state ε-elimination into an SRT's states.
 
-:class:`kleene.registers.automaton._Builder` assembles Thompson fragments (:class:`Frag`) of
+:class:`kleene.registers.construction.Builder` assembles Thompson fragments (:class:`Frag`) of
 consuming transitions (:class:`Cons`) and ε-edges that may clear registers; :func:`eliminate`
 gives each reachable state the consuming transitions of its ε-closure (the spec's recommended
 variant of the SRT papers' Alg 2), with the registers cleared along the ε-path, and tells which

@@ -6,7 +6,7 @@ over unary predicates that tracks, with each run of ρ, the classes of the runs 
 (kleene.automata.selection) — is the same as in the tECS engine.  It is built by the tECS
 compiler (:func:`kleene.automata.construction.selector_automaton`, not a second construction) and its
 states become states of the register automaton: transitions with unary masks and no register
-access.  The register builder (kleene.registers.automaton, ``_Selector``) enters it right after
+access.  The register builder (kleene.registers.construction, ``_Selector``) enters it right after
 the left side of ``;`` or ``:`` without the gap state's TRUE loop (the product's entry waits with
 transitions of its own, which track the competitors' first events), so the competitors start
 exactly where the selector is entered, as in the tECS engine and the oracle; an OR's other

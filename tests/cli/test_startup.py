@@ -24,12 +24,15 @@ LAZY = (
     "lark", "kleene.language.parser", "kleene.language.limits", "kleene.registers.unrolling", "numpy.ma",
     "kleene.runtime.engine", "kleene.automata.determinize", "kleene.registers.merged", "re2", "gzip",
     "kleene.cli.explain", "kleene.cli.plot", "kleene.cli.sql", "kleene.cli.stream",
+    "kleene.io.jsonl_reader", "kleene.io.parquet_reader", "kleene.registers.products",
 )
 """Not loaded by `kleene run` of a query parsed before (the pair query: the register engine).
 ``numpy.ma``: ``pa.array`` of a numpy array imports it (~9 ms), the pair join's ``take`` does not
 (``kleene.registers.pairs.indices``).  CORE's tECS engine (``kleene.runtime.engine`` and the
 modules under it) and the register runtimes other than the one that runs are not imported; nor
-are re2 (LIKE) and gzip (`.gz` inputs), nor the modules of the other sub-commands."""
+are re2 (LIKE) and gzip (`.gz` inputs), nor the modules of the other sub-commands, nor the
+readers of the other formats (JSON Lines, Parquet) and the AND/ALL product of the register
+construction."""
 
 RECORD = """
 import atexit, gc, json, os, runpy, sys

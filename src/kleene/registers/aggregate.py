@@ -215,8 +215,7 @@ class AggregateCounter:
         self.peak = 0
         """The most starts alive at once."""
         self.tau: int | float = -(1 << 62)
-        self.single: dict[Any, tuple[list[int], list[Any]]] = {}
-        """Per kind of one conjunct: its cuts' sequence numbers and its ranges' moves."""
+        self.single: dict[Any, tuple[list[int], list[Any]]] = {}  # per kind of one conjunct: (cuts' seqs, moves)
         self.track = any(c.fresh for cs in plan.checks.values() for c in cs)
         """Some check reads a fresh register: each partition keeps its previous event."""
         self._seq = 0
@@ -327,6 +326,8 @@ class AggregateCounter:
         visit = range(n) if self.plan.visit_all else np.flatnonzero(self.relevant(bits)).tolist()
         bit_list: list[int] = bits.tolist()
         columns = guard_columns(batch, self.srt.attributes)
+        rows = list(zip(*columns)) if columns else [()] * n  # the event tuples, built in C
+        keys = None if key_columns is None else list(zip(*key_columns))
         pos_list: list[int] = positions.tolist()
         time_of = pos_list if times is None else times.tolist()
         window = self.window
@@ -334,8 +335,8 @@ class AggregateCounter:
         track = self.track
         for i in visit:
             key: Hashable = None
-            if key_columns is not None:
-                key = tuple(col[i] for col in key_columns)
+            if keys is not None:
+                key = keys[i]
                 if None in key:
                     continue
             time = time_of[i]
@@ -350,25 +351,24 @@ class AggregateCounter:
             part = self.parts.get(key)
             event: tuple[Any, ...] | None = None
             if kind.checks:
-                event = tuple(col[i] for col in columns)
+                event = rows[i]
                 kind = self._refine(b, kind, event, None if part is None else part.prev)
             if part is not None:
                 if part.fifo and part.fifo[0][0] < tau:
                     self._expire(part, tau)
                 if kind.active and part.trees:
-                    if kind.conds and event is None:
-                        event = tuple(col[i] for col in columns)
+                    if kind.conds:
+                        event = rows[i]
                     found += self._step(part, b, kind, event)
             if kind.start_final:
                 found += kind.start_final
             if kind.start is not None:
-                if event is None:
-                    event = tuple(col[i] for col in columns)
+                event = rows[i]
                 if part is None:
                     part = self.parts[key] = _Partition({}, deque())
                 self._start(part, kind.start, event, time)
             if track and part is not None:
-                part.prev = tuple(col[i] for col in columns) if event is None else event
+                part.prev = rows[i]
             if found:
                 if found > self.limits.max_matches:
                     raise self.limits.matches_error(pos_list[i])
@@ -378,11 +378,14 @@ class AggregateCounter:
 
     def _refine(self, bits: int, kind: _EventKind, event: tuple[Any, ...],
                 prev: tuple[Any, ...] | None) -> _EventKind:
-        """The kind of an event whose transitions carry checks: their truths, each evaluated
-        once with the partition's previous event in its fresh registers (false where there is
-        none: no run is then at the state they leave)."""
-        truths = tuple(False if prev is None and c.fresh else c.test(event, prev)
-                       for c in kind.checks)
+        """The kind of an event refined by its checks' truths (with the partition's previous event;
+        false where there is none: no run is then at the state they leave)."""
+        checks = kind.checks
+        if len(checks) == 1:
+            c = checks[0]
+            truths: tuple[bool, ...] = (False if prev is None and c.fresh else c.test(event, prev),)
+        else:
+            truths = tuple(False if prev is None and c.fresh else c.test(event, prev) for c in checks)
         got = self.kinds.get((bits, truths))
         return self._kind(bits, truths) if got is None else got
 
@@ -395,7 +398,14 @@ class AggregateCounter:
                 found += tree.step([], [move])
             return found
         values = [fn(event, ()) for _, fn in kind.conds]
+        single = self.single.get(kind.ident) if len(values) == 1 else None
         for tree_kind, tree in part.trees.items():
+            v = values[0]
+            if single is not None and v is not None and v[0] == tree_kind:  # the cached template
+                e = v[1]
+                self.pieces += len(single[1])
+                found += tree.step([(e, at) for at in single[0]], single[1])
+                continue
             cuts, moves = self._pieces(bits, kind, values, tree_kind)
             self.pieces += len(moves)
             found += tree.step(cuts, moves)

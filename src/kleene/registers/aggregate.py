@@ -399,8 +399,8 @@ class AggregateCounter:
             return found
         values = [fn(event, ()) for _, fn in kind.conds]
         single = self.single.get(kind.ident) if len(values) == 1 else None
+        v = values[0] if single is not None else None
         for tree_kind, tree in part.trees.items():
-            v = values[0]
             if single is not None and v is not None and v[0] == tree_kind:  # the cached template
                 e = v[1]
                 self.pieces += len(single[1])

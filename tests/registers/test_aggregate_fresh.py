@@ -27,15 +27,19 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kleene
 from against_oracle import aimed, feature_changed
+from kleene import native
 from kleene.language.parser import parse_query
 from kleene.reference.oracle import evaluate
+from kleene.registers import aggregate
 from kleene.registers.aggregate import AggregateCounter
 from kleene.registers.merged import MergedEngine
+from kleene.registers.vectortree import VectorTree
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from generate import make_table  # noqa: E402
@@ -160,6 +164,11 @@ def test_hand_worked_partitions_keep_their_own_previous_event() -> None:
     table = stream([("A", 0), ("B", 1), ("B", 5), ("B", 2)], keys=[0, 0, 1, 0])
     assert aggregated(q + " PARTITION BY [k]", table) == 3
     assert aggregated(q, table) == 4
+    # A row whose key is null belongs to no partition: B(9) takes no part in the contiguity of
+    # partition 0, which still rises 1 -> 2 ({1}, {1,2}, {2}: 3, as the merged runs count).
+    nulls = pa.Table.from_pylist([{"type": t, "v": float(v), "k": k} for t, v, k in
+                                  [("A", 0, 0), ("B", 1, 0), ("B", 9, None), ("B", 2, 0)]])
+    assert aggregated(q + " PARTITION BY [k]", nulls) == 3
 
 
 def test_hand_worked_contiguous_variables_compare_with_the_previous_one() -> None:
@@ -206,6 +215,23 @@ def test_seq6_stays_outside_with_the_reason() -> None:
     table = make_table(600)
     assert compiled.count(table) == len(list(kleene.compile(PAPER["seq6"].format(window=50)).matches(table)))
     assert compiled.last_session.engine.counter is None
+
+
+_twin = native.load("kleene.registers._vectortree")
+
+
+@pytest.mark.skipif(_twin is None, reason="the compiled twins are not built here")
+def test_compiled_tree_is_the_python_tree_on_the_rising_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled twin and the pure-Python tree: same count, same nodes touched."""
+    table = make_table(6_000)
+    for w in (10, 300, 3000):
+        got = {}
+        for tree in (VectorTree, _twin.VectorTree):  # type: ignore[union-attr]
+            monkeypatch.setattr(aggregate, "TREE", tree)
+            n, engine = counted(RISING.format(window=w), table, max_matches=COUNT_MATCHES)
+            assert engine.counter is not None and engine.counter.tree is tree
+            got[tree] = (n, engine.counter.work[0])
+        assert got[VectorTree] == got[_twin.VectorTree] and got[VectorTree][0] > 0, w  # type: ignore[union-attr]
 
 
 def rising_work(w: int, table: pa.Table) -> dict[str, float]:

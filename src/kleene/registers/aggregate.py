@@ -71,7 +71,6 @@ TREE: Any = VectorTree if _compiled is None else _compiled.VectorTree
 """The tree class in use: the compiled twin when built, else the pure-Python reference."""
 
 
-
 def _marks(t: RTransition) -> Any:
     return ("hidden" if t.hidden else "marked") if t.marked else None
 

@@ -33,7 +33,7 @@ API: columns, no object per complex event).  The rows:
 
 ``--count``: the register rows count their complex events (``Query.count``) instead of listing
 them, with no limit on the complex events of one event (:data:`COUNT_MATCHES`).  In the class of
-kleene.registers.aggregate (seq3, k3, q1, q5) the count keeps no runs: ``nodes counted / event``
+kleene.registers.aggregate (rising, seq3, k3, q1, q5) the count keeps no runs: ``nodes counted / event``
 is then the tree nodes the aggregates touched per event and ``live runs at end`` the starts in
 the window; elsewhere the merged runs add the window counts of their tECS nodes
 (kleene.registers.counting) and the column is the tECS nodes the counts visited.

@@ -182,14 +182,14 @@ def test_tree_work_per_event_is_logarithmic_in_the_window(name: str) -> None:
 
 
 REFUSED = {
-    "A as a; B as b; C as c FILTER b[v > prev(b).v] AND c[v > a.v]": "written after the first",
+    "A as a; B:+ as b FILTER b[v > prev(b).v + a.v]": "the previous event's together",
     "A as a; B+ as b; C as c FILTER b[v > prev(b).v] AND c[v > a.v]": "written after the first",
     "A as a; B as b; C as c FILTER c[v != a.v]": "not a comparison",
     "A as a; B as b; C as c FILTER c[v > a.v AND v < a.w]": "more than one register expression",
     "A as a; B as b; C as c FILTER b[v > a.v] AND c[v > b.v]": "written after the first",
     "A as a; (B as b OR B as e); C as c FILTER c[v > a.v]": "same complex event",
     "A as a; B as b; C as c FILTER c[v > a.v] SELECT_AC": "same complex event",
-    "A as a; B as b : C as c FILTER c[v > a.v]": "contiguity",
+    "A as a; B as b; C as c : C as d FILTER d[v > b.v]": "written after the first",
 }
 
 

@@ -8,15 +8,18 @@ at all, only a vector of counts per start, kept in a balanced tree ordered by re
 
 **The class** (:func:`aggregate_plan`; anything else keeps the merged runs' count):
 
-* every register is written by the transitions out of the initial state only (the pattern's
-  first variable), so a start's registers are fixed; they all write the same registers, no
-  transition enters the initial state, no other transition clears or sets a register, and no
-  gap transition enters a final state;
-* every guard conjunct compares an expression of the current event with one and the same
-  expression ``K`` of the registers (``price > a.price``, ``2 * price <= a.price + 1``) by
-  ``<``, ``<=``, ``>``, ``>=`` or ``=``; no ``prev()``, no guard on the first event;
-* ALL or ANY, no LIMIT, no UNLESS, no CONSUME BY, not STRICT, no contiguity (``:``), no nested
-  selector, and the SRT
+* no transition enters the initial state, none sets a register, no gap transition enters a
+  final state; each register read by a guard holds, at the state the guard leaves, the same
+  thing for every run there but for its start (:mod:`kleene.registers.freshness`): the start's
+  event (written by the initial transitions only), nothing (``prev(t)`` before the first ``t``)
+  or the partition's previous event (a state every entering transition writes it on and no
+  event leaves a run at: ``prev(t)`` inside ``:+``, ``b`` after ``b :``);
+* every conjunct on the start's registers compares an expression of the current event with one
+  and the same expression ``K`` of them (``price > a.price``, ``2 * price <= a.price + 1``) by
+  ``<``, ``<=``, ``>``, ``>=`` or ``=``; a conjunct on the others has one truth per event
+  (evaluated once, with the partition's previous event), which picks the transitions of every
+  start alike;
+* ALL or ANY, no LIMIT, no UNLESS, no CONSUME BY, not STRICT, no nested selector, and the SRT
   is unambiguous (:func:`kleene.registers.counting.unambiguous`): its paths are its complex
   events.
 
@@ -36,7 +39,10 @@ takes), the window removes the starts older than it (a FIFO per partition), and 
 exact count (Python ints).  Keys of different kinds never compare (a guard across kinds is
 false), so there is one tree per kind of ``K`` (numbers, strings, booleans) and one for the starts
 whose ``K`` is undefined (null, NaN), where every conjunct is false.  Events no labelled
-transition accepts change nothing and are not visited (the vectorized prefilter).
+transition accepts change nothing and are not visited (the vectorized prefilter), unless a live
+state is not stationary (``:``): then every event of a partition is visited, one that no
+transition takes moves its runs by the matrix that kills them there (contiguity is within the
+partition), and each partition keeps its previous event.
 
 ``work`` counts tree nodes touched (pushes and sums recomputed), for tests that count work.
 """
@@ -45,61 +51,24 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from kleene.language import ast
 from kleene.limits import CHECK_EVERY, Limits
 from kleene.native import load
 from kleene.registers.counting import unambiguous
-from kleene.registers.guards import Key, compile_key, guard_columns
-from kleene.registers.srt import SRT, Condition, RTransition
+from kleene.registers.freshness import BIG, SINGLE, Check, Conjunct, beside, classify_guards, holds
+from kleene.registers.guards import Key, guard_columns
+from kleene.registers.srt import SRT, RTransition
 from kleene.registers.vectortree import Matrix, VectorTree
 from kleene.runtime.enumeration import Count
 
 _compiled = load("kleene.registers._vectortree")
 TREE: Any = VectorTree if _compiled is None else _compiled.VectorTree
 """The tree class in use: the compiled twin when built, else the pure-Python reference."""
-
-OPS = {"<", "<=", ">", ">=", "=="}
-FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
-BIG = 1 << 62
-"""A sequence number above every start's: the cut after every key of one value."""
-Conjunct = tuple[str, Callable[[Any, Any], Key | None]]
-"""``(op, event side)``: the conjunct ``event op K``."""
-
-
-def _reads(node: Any, target: str, event: bool) -> bool:
-    """Does an expression read the current event (``event``) or a register (not ``event``)?"""
-    if isinstance(node, ast.Attr):
-        return event
-    if isinstance(node, ast.VarAttr):
-        here = node.var == target and not node.prev
-        return here if event else not here
-    return any(
-        _reads(child, target, event)
-        for name in ("left", "right", "operand")
-        if (child := getattr(node, name, None)) is not None
-    )
-
-
-def _split(c: Condition) -> tuple[str, ast.Expr, ast.Expr] | None:
-    """``(op, event side, register side)`` of ``event op K``, or None if not of that form."""
-    p = c.pred
-    if c.vacuous_when_empty or not isinstance(p, ast.Compare) or p.op not in OPS:
-        return None
-    x = c.target
-    left, right = p.left, p.right
-    if _reads(left, x, True) and not _reads(left, x, False) and _reads(right, x, False) \
-            and not _reads(right, x, True):
-        return p.op, left, right
-    if _reads(right, x, True) and not _reads(right, x, False) and _reads(left, x, False) \
-            and not _reads(left, x, True):
-        return FLIP[p.op], right, left
-    return None
 
 
 def _marks(t: RTransition) -> Any:
@@ -115,11 +84,16 @@ class AggregatePlan:
     key: Callable[[Any, Any], Key | None] | None
     """``K`` over the registers (None: no guard at all, every start in one piece)."""
     written: tuple[int, ...]
-    """The registers the initial transitions write."""
+    """The start registers (written by the initial transitions only)."""
     conjuncts: dict[int, tuple[Conjunct, ...]]
     """Per labelled transition (``id``): its conjuncts ``event op K``."""
     described: str
     """``K`` as CEQL text, for explain()."""
+    checks: dict[int, tuple[Check, ...]] = field(default_factory=dict)
+    """Per labelled transition (``id``): its conjuncts with one truth per event
+    (:mod:`kleene.registers.freshness`)."""
+    visit_all: bool = False
+    """Some live state is not stationary (``:``): every event of a partition moves its runs."""
 
 
 def aggregate_plan(
@@ -130,52 +104,21 @@ def aggregate_plan(
         return None, "a strategy other than ALL/ANY, or LIMIT"
     if srt.monitors or consume != "NONE":
         return None, "UNLESS or CONSUME BY"
-    if srt.contiguous or srt.strategy_first:
-        return None, "contiguity (':')"
+    if srt.strategy_first:
+        return None, "a strategy comparing whole matches"
     if srt.selectors or srt.anchored:
         return None, "a nested selector (its product moves the runs on every event)"
     init = srt.initial
     firsts = srt.labelled[init]
     if not firsts or srt.gaps[init]:
         return None, "the pattern does not start with one event"
-    written = {t.writes for t in firsts}
-    if len(written) != 1 or any(t.guards or t.sets or t.checks for t in firsts):
-        return None, "the first event's transitions differ in registers, or carry a guard"
     everything = [t for ts in srt.labelled for t in ts] + [g for gs in srt.gaps for g in gs]
     if any(t.target == init for t in everything):
         return None, "the initial state is entered again"
-    later = [t for q, ts in enumerate(srt.labelled) if q != init for t in ts]
-    later += [g for q, gs in enumerate(srt.gaps) if q != init for g in gs]
-    if any(t.writes or t.clears or t.sets or t.checks for t in later):
-        return None, "a register is written after the first event"
+    if any(t.sets or t.checks for t in everything):
+        return None, "UNLESS or CONSUME BY"
     if any(g.target in srt.finals for gs in srt.gaps for g in gs):
         return None, "a gap transition reports"
-    attrs = {a: k for k, a in enumerate(srt.attributes)}
-    key_side: tuple[Any, ...] | None = None
-    key_fn: Callable[[Any, Any], Key | None] | None = None
-    conjuncts: dict[int, tuple[Conjunct, ...]] = {}
-    for t in later:
-        if len(t.guards) != len(t.conditions):
-            return None, "a guard without its condition"
-        mine: list[Conjunct] = []
-        for c in t.conditions:
-            parts = _split(c)
-            if parts is None:
-                return None, f"the condition {c.pred} is not a comparison of the event with a register"
-            op, event_side, register_side = parts
-            slots = dict(c.slots)
-            reads = tuple(sorted((v, s) for (v, prev), s in slots.items() if v != c.target))
-            side = (register_side, reads)
-            if key_side is None:
-                key_side = side
-                key_fn = compile_key(register_side, c.target, slots, attrs)
-            elif side != key_side:
-                return None, "the conditions compare with more than one register expression"
-            mine.append((op, compile_key(event_side, c.target, slots, attrs)))
-        if mine:
-            conjuncts[id(t)] = tuple(mine)
-    if not unambiguous(srt):
-        return None, "two runs of the automaton may give the same complex event"
     reach: set[int] = set()
     todo = [t.target for t in firsts]
     while todo:
@@ -185,17 +128,16 @@ def aggregate_plan(
         reach.add(q)
         todo.extend(t.target for t in srt.labelled[q])
         todo.extend(g.target for g in srt.gaps[q])
-    described = "none" if key_side is None else _text(key_side[0])
-    plan = AggregatePlan(tuple(sorted(reach)), key_fn, firsts[0].writes, conjuncts, described)
+    guards, why = classify_guards(srt, reach)
+    if guards is None:
+        return None, why
+    if not unambiguous(srt):
+        return None, "two runs of the automaton may give the same complex event"
+    plan = AggregatePlan(
+        tuple(sorted(reach)), guards.key, tuple(sorted(guards.start)), guards.conjuncts,
+        guards.key_text, guards.checks, not all(srt.stationary[q] for q in reach),
+    )
     return plan, ""
-
-
-def _text(e: Any) -> str:
-    if isinstance(e, ast.VarAttr):
-        return f"{e.var}.{e.name}"
-    if isinstance(e, ast.Attr):
-        return e.name
-    return type(e).__name__.lower()
 
 
 def describe(srt: SRT, strategy: str, limit: int | None, consume: str) -> str:
@@ -207,7 +149,14 @@ def describe(srt: SRT, strategy: str, limit: int | None, consume: str) -> str:
         "counting (count, --count): aggregates over register values, no runs: per start a "
         f"vector of run counts over {len(plan.states)} states in a tree ordered by "
         f"{plan.described}, an event moving each range of it by a matrix (O(log w) per range)"
+        + _per_event(plan)
     )
+
+
+def _per_event(plan: AggregatePlan) -> str:
+    texts = sorted({c.text for cs in plan.checks.values() for c in cs})
+    said = f"; once per event: {', '.join(texts)} (the partition's previous event)" if texts else ""
+    return said + ("; every event of a partition visited (':')" if plan.visit_all else "")
 
 
 @dataclass
@@ -224,7 +173,11 @@ class _EventKind:
     start_final: int
     """Complex events of one event (first transitions into a final state)."""
     active: bool
-    """Some live state takes it (else only a start can come of it)."""
+    """Some live state takes it or is not stationary (else only a start can come of it)."""
+    ident: Any
+    """``bits``, or ``(bits, truths of checks)``: the key of its moves."""
+    checks: list[Check]
+    """The per-event conjuncts of its transitions (non-empty: refine with their truths)."""
 
 
 @dataclass
@@ -233,6 +186,8 @@ class _Partition:
     """Per kind of ``K`` (None: undefined): the starts' vectors."""
     fifo: deque[tuple[Any, int | None, Any, int]]
     """``(start time, kind, value, seq)`` in start order: the window removes from the left."""
+    prev: tuple[Any, ...] | None = None
+    """The partition's previous event (what fresh registers hold)."""
 
 
 class AggregateCounter:
@@ -247,8 +202,8 @@ class AggregateCounter:
         self.tree: Any = TREE
         """The tree class (tests set the pure-Python one to compare it with the twin)."""
         self.parts: dict[Hashable, _Partition] = {}
-        self.kinds: dict[int, _EventKind] = {}
-        self.moves: dict[tuple[int, tuple[bool, ...]], tuple[Matrix | None, tuple[int, ...] | None]] = {}
+        self.kinds: dict[Any, _EventKind] = {}
+        self.moves: dict[tuple[Any, tuple[bool, ...]], tuple[Matrix | None, tuple[int, ...] | None]] = {}
         self.work = [0]
         """Tree nodes touched (pushes, sums recomputed), for tests that count work."""
         self.pieces = 0
@@ -259,48 +214,76 @@ class AggregateCounter:
         self.peak = 0
         """The most starts alive at once."""
         self.tau: int | float = -(1 << 62)
+        self.single: dict[Any, tuple[list[int], list[Any]]] = {}  # per kind of one conjunct: (cuts' seqs, moves)
+        self.track = any(c.fresh for cs in plan.checks.values() for c in cs)
+        """Some check reads a fresh register: each partition keeps its previous event."""
         self._seq = 0
         self._sweep_at = 8192
         self._look_at = min(limits.max_runs, CHECK_EVERY)
 
     # -- per bit pattern ------------------------------------------------------------------
 
-    def _kind(self, bits: int) -> _EventKind:
+    def _kind(self, bits: int, truths: tuple[bool, ...] | None = None) -> _EventKind:
+        """The kind of ``bits``; where its transitions carry checks, ``truths`` (theirs, in
+        :attr:`_EventKind.checks` order) drops the transitions whose checks fail (None: only
+        the checks, to evaluate)."""
         srt, plan, index = self.srt, self.plan, self.index
-        conds: list[Conjunct] = []
-        fired: list[list[tuple[int, bool, Any, tuple[int, ...]]]] = []
-        for q in plan.states:
+        checks: list[Check] = []
+        seen: dict[Any, int] = {}
+        taken: list[list[RTransition]] = []
+        for q in (srt.initial, *plan.states):
             mine = []
             for t in srt.labelled[q]:
                 if bits & t.mask != t.mask or bits & t.neg:
                     continue
                 at = []
+                for check in plan.checks.get(id(t), ()):
+                    if check.ident not in seen:
+                        seen[check.ident] = len(checks)
+                        checks.append(check)
+                    at.append(seen[check.ident])
+                if truths is None or all(truths[j] for j in at):
+                    mine.append(t)
+            taken.append(mine)
+        if checks and truths is None:
+            kind = _EventKind([], [], None, 0, False, bits, checks)
+            self.kinds[bits] = kind
+            return kind
+        conds: list[Conjunct] = []
+        where: dict[int, int] = {}
+        fired: list[list[tuple[int, bool, Any, tuple[int, ...]]]] = []
+        for ts in taken[1:]:
+            mine_fired = []
+            for t in ts:
+                at = []
                 for c in plan.conjuncts.get(id(t), ()):
-                    at.append(len(conds))
-                    conds.append(c)
+                    if id(c) not in where:  # the same conjunct on several transitions: once
+                        where[id(c)] = len(conds)
+                        conds.append(c)
+                    at.append(where[id(c)])
                 target = -1 if srt.dead[t.target] else index[t.target]
-                mine.append((target, t.target in srt.finals, _marks(t), tuple(at)))
-            fired.append(mine)
+                mine_fired.append((target, t.target in srt.finals, _marks(t), tuple(at)))
+            fired.append(mine_fired)
         start = [0] * self.k
         ways: dict[int, set[Any]] = {}
         finals: set[Any] = set()
-        for t in srt.labelled[srt.initial]:
-            if bits & t.mask != t.mask or bits & t.neg:
-                continue
+        for t in taken[0]:
             if not srt.dead[t.target]:
                 ways.setdefault(index[t.target], set()).add(_marks(t))
             if t.target in srt.finals:
                 finals.add(_marks(t))
         for i, marks in ways.items():
             start[i] = len(marks)
-        kind = _EventKind(fired, conds, start if ways else None, len(finals), any(fired))
-        self.kinds[bits] = kind
+        ident = bits if truths is None else (bits, truths)
+        kind = _EventKind(fired, conds, start if ways else None, len(finals),
+                          any(fired) or plan.visit_all, ident, [])
+        self.kinds[ident] = kind
         return kind
 
     def _move(self, bits: int, kind: _EventKind, truth: tuple[bool, ...]) -> tuple[Matrix | None, tuple[int, ...] | None]:
         """``(M, F)`` of the event on the starts whose conjuncts have ``truth``: None for the
         identity and for no final."""
-        got = self.moves.get((bits, truth))
+        got = self.moves.get((kind.ident, truth))
         if got is not None:
             return got
         srt, plan, index = self.srt, self.plan, self.index
@@ -327,7 +310,7 @@ class AggregateCounter:
             rows.append(row)
             finals.append(len(reported))
         got = (None if identity else tuple(rows), tuple(finals) if any(finals) else None)
-        self.moves[(bits, truth)] = got
+        self.moves[(kind.ident, truth)] = got
         return got
 
     # -- per event ------------------------------------------------------------------------
@@ -339,17 +322,20 @@ class AggregateCounter:
         n = len(positions)
         if n == 0:
             return
-        visit = np.flatnonzero(self.relevant(bits)).tolist()
+        visit = range(n) if self.plan.visit_all else np.flatnonzero(self.relevant(bits)).tolist()
         bit_list: list[int] = bits.tolist()
         columns = guard_columns(batch, self.srt.attributes)
+        rows = list(zip(*columns)) if columns else [()] * n  # the event tuples, built in C
+        keys = None if key_columns is None else list(zip(*key_columns))
         pos_list: list[int] = positions.tolist()
         time_of = pos_list if times is None else times.tolist()
         window = self.window
         kinds = self.kinds
+        track = self.track
         for i in visit:
             key: Hashable = None
-            if key_columns is not None:
-                key = tuple(col[i] for col in key_columns)
+            if keys is not None:
+                key = keys[i]
                 if None in key:
                     continue
             time = time_of[i]
@@ -363,27 +349,44 @@ class AggregateCounter:
             found = 0
             part = self.parts.get(key)
             event: tuple[Any, ...] | None = None
+            if kind.checks:
+                event = rows[i]
+                kind = self._refine(b, kind, event, None if part is None else part.prev)
             if part is not None:
                 if part.fifo and part.fifo[0][0] < tau:
                     self._expire(part, tau)
                 if kind.active and part.trees:
                     if kind.conds:
-                        event = tuple(col[i] for col in columns)
+                        event = rows[i]
                     found += self._step(part, b, kind, event)
             if kind.start_final:
                 found += kind.start_final
             if kind.start is not None:
-                if event is None:
-                    event = tuple(col[i] for col in columns)
+                event = rows[i]
                 if part is None:
                     part = self.parts[key] = _Partition({}, deque())
                 self._start(part, kind.start, event, time)
+            if track and part is not None:
+                part.prev = rows[i]
             if found:
                 if found > self.limits.max_matches:
                     raise self.limits.matches_error(pos_list[i])
                 out.add(found)
             if self.steps >= self._sweep_at:
                 self._sweep(tau)
+
+    def _refine(self, bits: int, kind: _EventKind, event: tuple[Any, ...],
+                prev: tuple[Any, ...] | None) -> _EventKind:
+        """The kind of an event refined by its checks' truths (with the partition's previous event;
+        false where there is none: no run is then at the state they leave)."""
+        checks = kind.checks
+        if len(checks) == 1:
+            c = checks[0]
+            truths: tuple[bool, ...] = (False if prev is None and c.fresh else c.test(event, prev),)
+        else:
+            truths = tuple(False if prev is None and c.fresh else c.test(event, prev) for c in checks)
+        got = self.kinds.get((bits, truths))
+        return self._kind(bits, truths) if got is None else got
 
     def _step(self, part: _Partition, bits: int, kind: _EventKind, event: tuple[Any, ...] | None) -> int:
         found = 0
@@ -394,7 +397,14 @@ class AggregateCounter:
                 found += tree.step([], [move])
             return found
         values = [fn(event, ()) for _, fn in kind.conds]
+        single = self.single.get(kind.ident) if len(values) == 1 else None
+        v = values[0] if single is not None else None
         for tree_kind, tree in part.trees.items():
+            if single is not None and v is not None and v[0] == tree_kind:  # the cached template
+                e = v[1]
+                self.pieces += len(single[1])
+                found += tree.step([(e, at) for at in single[0]], single[1])
+                continue
             cuts, moves = self._pieces(bits, kind, values, tree_kind)
             self.pieces += len(moves)
             found += tree.step(cuts, moves)
@@ -403,8 +413,18 @@ class AggregateCounter:
     def _pieces(self, bits: int, kind: _EventKind, values: list[Key | None],
                 tree_kind: int | None) -> tuple[list[tuple[Any, int]], list[Any]]:
         """The cuts of the key order where the conjuncts' truths change, and each range's move."""
-        ops = [op for op, _ in kind.conds]
         mine = [None if v is None or v[0] != tree_kind else v[1] for v in values]
+        if len(mine) == 1 and mine[0] is not None:  # one conjunct: a cached template
+            got = self.single.get(kind.ident)
+            if got is None:
+                template = SINGLE[kind.conds[0][0]]
+                got = self.single[kind.ident] = (
+                    [at for at, _ in template[1:]],
+                    [self._move(bits, kind, (truth,)) for _, truth in template],
+                )
+            e = mine[0]
+            return [(e, at) for at in got[0]], got[1]
+        ops = [op for op, _ in kind.conds]
         ts = sorted({v for v in mine if v is not None})
         if not ts:
             return [], [self._move(bits, kind, (False,) * len(ops))]
@@ -415,12 +435,12 @@ class AggregateCounter:
         for p in range(2 * r + 1):
             if p % 2:  # the point ts[p // 2]
                 k = ts[p // 2]
-                truth = tuple(e is not None and _holds(op, e, k) for op, e in zip(ops, mine, strict=True))
+                truth = tuple(e is not None and holds(op, e, k) for op, e in zip(ops, mine, strict=True))
                 cut = (k, -1)
             else:  # strictly between ts[p//2 - 1] and ts[p//2] (open ends at the extremes)
                 hi = ts[p // 2] if p // 2 < r else None
                 truth = tuple(
-                    e is not None and _beside(op, hi is not None and e >= hi)
+                    e is not None and beside(op, hi is not None and e >= hi)
                     for op, e in zip(ops, mine, strict=True)
                 )
                 cut = (ts[p // 2 - 1], BIG) if p else (None, 0)
@@ -476,22 +496,3 @@ class AggregateCounter:
             if not part.trees:
                 del self.parts[key]
         self._sweep_at = self.steps + max(8192, self.live)
-
-
-def _holds(op: str, e: Any, k: Any) -> bool:
-    """``e op k``."""
-    if op == ">":
-        return bool(e > k)
-    if op == ">=":
-        return bool(e >= k)
-    if op == "<":
-        return bool(e < k)
-    if op == "<=":
-        return bool(e <= k)
-    return bool(e == k)
-
-
-def _beside(op: str, above: bool) -> bool:
-    """``e op K`` for every ``K`` strictly between two thresholds, ``e`` one of them: above
-    them (``above``) or below."""
-    return op in (">", ">=") if above else op in ("<", "<=")

@@ -8,32 +8,65 @@ interpreter's dispatch.  The pure-Python class stays the readable reference and 
 when this module was not built or ``KLEENE_PURE_PYTHON`` is set; tests/registers/test_aggregate.py
 compares the two.
 
-**int64 fast path.**  A node's vector and sum are C int64 arrays while every entry fits; a tag
-(:class:`Mat`) is a dense int64 ``k × k`` array while every entry fits.  Every product and sum
-is checked (``__builtin_mul_overflow`` / ``__builtin_add_overflow``) into a scratch buffer
-before anything is written; on overflow that node (or that tag) switches, exactly, to Python
-ints (``big``: lists and sparse tuples as in the reference) and stays there.  So each primitive
-(apply, push, pull) either completes in int64 or is redone in Python ints: never a wrapped count.
+**int64 fast path.**  A node's vector, sum and pending tag are C int64 arrays (``k``, ``k`` and
+``k × k``, one block the node owns) while every entry fits; a move (:class:`Mat`, shared and
+read only) is a dense int64 ``k × k`` array while every entry fits.  Every product and sum is
+checked (``__builtin_mul_overflow`` / ``__builtin_add_overflow``) into a scratch buffer before
+anything is written; on overflow that node's vectors (or its tag) switch, exactly, to Python
+ints (lists and sparse rows as in the reference) and stay there (a tag until it is pushed).  So
+each primitive (apply, push, pull) either completes in int64 or is redone in Python ints: never
+a wrapped count.  A path sum (:meth:`VectorTree._prefix`) changes nothing but ``work``: it runs
+in int64 and, on any overflow or Python-int node, is redone from the start in Python ints.
 
-Size: ~560 lines, one job (the compiled tree); the two arithmetics (int64 and Python ints) of
+**Cost per node.**  No allocation per node touched: a tag is composed in place in the node's own
+buffer (``has_tag`` says whether one is pending), split, merge, insert and delete walk down
+iteratively and recompute the sums on the way back from a stack of borrowed pointers (every
+node on it stays referenced by the tree or by the pieces being built), and keys are compared as
+C doubles when both are a ``float`` or an ``int`` of at most 2^53 in magnitude (then the double
+comparison is Python's exactly, NaN included), else with Python's ``<`` and ``==`` (strings,
+larger ints, other types).
+
+Size: ~650 lines, one job (the compiled tree); the two arithmetics (int64 and Python ints) of
 each primitive sit side by side so that the switch between them can be read in one place.
 """
 
 from random import Random
-from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy
+from cpython.object cimport PyObject
+from cpython.float cimport PyFloat_CheckExact, PyFloat_AS_DOUBLE
+from cpython.long cimport PyLong_CheckExact
+from libc.stdlib cimport malloc, realloc, free
 
 
 cdef extern from *:
-    bint mul_ovf "__builtin_mul_overflow"(long long a, long long b, long long* out) nogil
-    bint add_ovf "__builtin_add_overflow"(long long a, long long b, long long* out) nogil
+    bint mul_ovf "__builtin_mul_overflow"(long long a, long long b, long long* out) noexcept nogil
+    bint add_ovf "__builtin_add_overflow"(long long a, long long b, long long* out) noexcept nogil
+
+cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
 
 cdef object LO = -(1 << 63)
 cdef object HI = (1 << 63) - 1
+cdef long long EXACT = 1LL << 53
+DEF INLINE = 24
 
 
 cdef inline bint fits(object x):
     return LO <= x <= HI
+
+
+cdef inline bint key_double(object x, double* out) except -1:
+    """``x`` as a C double when that is exact (a ``float``, or an ``int`` with ``|x| <= 2^53``)."""
+    cdef int ovf = 0
+    cdef long long n
+    if PyFloat_CheckExact(x):
+        out[0] = PyFloat_AS_DOUBLE(x)
+        return True
+    if PyLong_CheckExact(x):
+        n = PyLong_AsLongLongAndOverflow(x, &ovf)
+        if ovf == 0 and -EXACT <= n <= EXACT:
+            out[0] = <double>n
+            return True
+    return False
 
 
 # -- Python-int arithmetic (the reference's, on sparse rows) --------------------------------------
@@ -80,11 +113,145 @@ cdef object py_dot(list v, object f):
     return total
 
 
+cdef tuple dense_rows(long long* d, Py_ssize_t k):
+    """The sparse rows of the dense int64 ``k × k`` matrix ``d``."""
+    cdef Py_ssize_t i, j
+    return tuple([tuple([(j, d[i * k + j]) for j in range(k) if d[i * k + j]]) for i in range(k)])
+
+
+# -- int64 arithmetic (checked) -------------------------------------------------------------------
+# In C, in place: each entry is accumulated in a register and the results are written only when
+# nothing overflowed (so the operand is untouched on failure); ``k`` is small (2-3 on the paper's
+# rows), so no branch per entry (a zero is multiplied like any other: the sparsity patterns
+# vary and mispredicted tests cost more than the products; overflow flags are or-ed and tested
+# once), no memset/memcpy calls and no vector copies (GCC would turn the copy loops into
+# them; its loop-distribute-patterns and vectorizer passes are off here: a 16-byte load of two
+# 8-byte stores just made stalls, store-to-load forwarding fails, and cost 40% of a product).  Counts and moves are non-negative, so a sum
+# overflows in one order of its terms exactly when it does in any other: the switch to Python
+# ints happens at the same step as in a column-by-column or a row-by-row product.
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) && !defined(__clang__)
+    #define KL_NODIST __attribute__((optimize("no-tree-loop-distribute-patterns", "no-tree-vectorize")))
+    #else
+    #define KL_NODIST
+    #endif
+    /* v = v . d (v a row vector of k, d row-major k x k); 0 on overflow, v then unchanged. */
+    static inline __attribute__((always_inline)) int kl_vec_mat_k(long long *v, const long long *d,
+                                                                   Py_ssize_t k) {
+        long long o[k];
+        int ovf = 0;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            long long acc = 0, p;
+            for (Py_ssize_t i = 0; i < k; i++) {
+                ovf |= __builtin_mul_overflow(v[i], d[i * k + j], &p);
+                ovf |= __builtin_add_overflow(acc, p, &acc);
+            }
+            o[j] = acc;
+        }
+        if (ovf) return 0;
+        for (Py_ssize_t j = 0; j < k; j++) v[j] = o[j];
+        return 1;
+    }
+    /* t = t . d (first t, then d); 0 on overflow, t then unchanged. */
+    static inline __attribute__((always_inline)) int kl_compose_k(long long *t, const long long *d,
+                                                                   Py_ssize_t k) {
+        long long o[k * k];
+        int ovf = 0;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            for (Py_ssize_t l = 0; l < k; l++) {
+                long long acc = 0, p;
+                for (Py_ssize_t j = 0; j < k; j++) {
+                    ovf |= __builtin_mul_overflow(t[i * k + j], d[j * k + l], &p);
+                    ovf |= __builtin_add_overflow(acc, p, &acc);
+                }
+                o[i * k + l] = acc;
+            }
+        }
+        if (ovf) return 0;
+        for (Py_ssize_t i = 0; i < k * k; i++) t[i] = o[i];
+        return 1;
+    }
+    /* s = v + l + r (l, r may be NULL); 0 on overflow, s then unchanged. */
+    static inline __attribute__((always_inline)) int kl_sum_k(long long *s, const long long *v,
+                                                               const long long *l, const long long *r,
+                                                               Py_ssize_t k) {
+        long long o[k];
+        int ovf = 0;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            long long acc = v[i];
+            if (l) ovf |= __builtin_add_overflow(acc, l[i], &acc);
+            if (r) ovf |= __builtin_add_overflow(acc, r[i], &acc);
+            o[i] = acc;
+        }
+        if (ovf) return 0;
+        for (Py_ssize_t i = 0; i < k; i++) s[i] = o[i];
+        return 1;
+    }
+    /* The same with k a constant for the small sizes (unrolled), else the loops. */
+    static KL_NODIST int kl_vec_mat(long long *v, const long long *d, Py_ssize_t k) {
+        switch (k) {
+            case 2: return kl_vec_mat_k(v, d, 2);
+            case 3: return kl_vec_mat_k(v, d, 3);
+            case 4: return kl_vec_mat_k(v, d, 4);
+            default: return kl_vec_mat_k(v, d, k);
+        }
+    }
+    static KL_NODIST int kl_compose(long long *t, const long long *d, Py_ssize_t k) {
+        switch (k) {
+            case 2: return kl_compose_k(t, d, 2);
+            case 3: return kl_compose_k(t, d, 3);
+            case 4: return kl_compose_k(t, d, 4);
+            default: return kl_compose_k(t, d, k);
+        }
+    }
+    static KL_NODIST int kl_sum(long long *s, const long long *v, const long long *l,
+                                const long long *r, Py_ssize_t k) {
+        switch (k) {
+            case 2: return kl_sum_k(s, v, l, r, 2);
+            case 3: return kl_sum_k(s, v, l, r, 3);
+            case 4: return kl_sum_k(s, v, l, r, 4);
+            default: return kl_sum_k(s, v, l, r, k);
+        }
+    }
+    /* *acc += a . g; 0 on overflow. */
+    static inline int kl_dot(const long long *a, const long long *g, Py_ssize_t k, long long *acc) {
+        long long p;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            if (a[i] && g[i]) {
+                if (__builtin_mul_overflow(a[i], g[i], &p) || __builtin_add_overflow(*acc, p, acc)) return 0;
+            }
+        }
+        return 1;
+    }
+    /* out = t . g (g a column vector; may be negative); 0 on overflow. */
+    static inline int kl_mat_col(const long long *t, const long long *g, long long *out, Py_ssize_t k) {
+        for (Py_ssize_t i = 0; i < k; i++) {
+            long long acc = 0, p;
+            for (Py_ssize_t j = 0; j < k; j++) {
+                if (t[i * k + j]) {
+                    if (__builtin_mul_overflow(t[i * k + j], g[j], &p) || __builtin_add_overflow(acc, p, &acc)) return 0;
+                }
+            }
+            out[i] = acc;
+        }
+        return 1;
+    }
+    """
+    bint kl_vec_mat(long long* v, const long long* d, Py_ssize_t k) noexcept nogil
+    bint kl_compose(long long* t, const long long* d, Py_ssize_t k) noexcept nogil
+    bint kl_sum(long long* s, const long long* v, const long long* l, const long long* r,
+                Py_ssize_t k) noexcept nogil
+    bint kl_dot(const long long* a, const long long* g, Py_ssize_t k, long long* acc) noexcept nogil
+    bint kl_mat_col(const long long* t, const long long* g, long long* out, Py_ssize_t k) noexcept nogil
+
+
 # -- matrices -------------------------------------------------------------------------------------
 
 cdef class Mat:
-    """A move or a tag: the sparse rows (``py``, always kept when ``big``) and, while every entry
-    fits, the dense int64 array ``d`` (row-major ``k × k``)."""
+    """A move: its sparse rows (``py``) and, while every entry fits, the dense int64 array ``d``
+    (row-major ``k × k``; NULL when ``big``).  Shared (cached by :func:`mat_of`), never written."""
     cdef Py_ssize_t k
     cdef bint big
     cdef long long* d
@@ -93,14 +260,6 @@ cdef class Mat:
     def __dealloc__(self):
         if self.d != NULL:
             free(self.d)
-
-    cdef tuple rows(self):
-        """The sparse rows (built from ``d`` on first use)."""
-        cdef Py_ssize_t i, j, k = self.k
-        if self.py is None:
-            self.py = tuple([tuple([(j, self.d[i * k + j]) for j in range(k) if self.d[i * k + j]])
-                             for i in range(k)])
-        return self.py
 
 
 cdef dict _MATS = {}
@@ -142,74 +301,55 @@ cdef Mat make_mat(tuple m, Py_ssize_t k):
     return out
 
 
-cdef Mat compose(Mat a, Mat b):
-    """``a · b``: first ``a``, then ``b``; int64 unless an entry overflows."""
-    cdef Py_ssize_t k = a.k, i, j, l
-    cdef long long x, p
-    cdef long long* d
-    cdef Mat out = Mat.__new__(Mat)
-    out.k = k
-    if not a.big and not b.big:
-        d = <long long*>malloc(k * k * sizeof(long long))
-        for i in range(k * k):
-            d[i] = 0
-        for i in range(k):
-            for j in range(k):
-                x = a.d[i * k + j]
-                if x:
-                    for l in range(k):
-                        if b.d[j * k + l]:
-                            if mul_ovf(x, b.d[j * k + l], &p) or add_ovf(d[i * k + l], p, &d[i * k + l]):
-                                free(d)
-                                d = NULL
-                                break
-                    if d == NULL:
-                        break
-            if d == NULL:
-                break
-        if d != NULL:
-            out.d = d
-            return out
-    out.big = True
-    out.py = py_compose(a.rows(), b.rows())
-    return out
-
-
 # -- nodes ----------------------------------------------------------------------------------------
 
 cdef class Node:
     """``vec`` and ``sum``: int64 arrays (``v``, ``s``) unless ``big``, then Python lists
-    (``pv``, ``ps``)."""
-    cdef public object value
-    cdef public long long seq
-    cdef public double prio
+    (``pv``, ``ps``); the pending tag (``has_tag``): the int64 array ``t`` unless ``tbig``, then
+    the sparse rows ``ptag``.  ``v``, ``s`` and ``t`` are one block the node owns, inside the node itself when
+    ``2k + k²`` entries fit in ``INLINE`` (``k ≤ 4``: one fewer pointer to chase per node); ``kf``
+    says whether ``kd`` holds the key exactly as a double."""
+    # the fields a walk reads first, then the arrays: one node, few cache lines
     cdef public Node left
     cdef public Node right
-    cdef public Mat tag
+    cdef double kd
+    cdef public long long seq
+    cdef public double prio
+    cdef bint kf
     cdef readonly bint big
-    cdef Py_ssize_t k
+    cdef bint has_tag
+    cdef bint tbig
     cdef long long* v
     cdef long long* s
+    cdef long long* t
+    cdef long long inline[INLINE]
+    cdef Py_ssize_t k
+    cdef public object value
     cdef list pv
     cdef list ps
+    cdef tuple ptag
 
     def __dealloc__(self):
-        if self.v != NULL:
+        if self.v != NULL and self.v != self.inline:
             free(self.v)
 
     cdef void to_big(self):
-        """Switch to Python ints (exact: the int64 values are copied)."""
+        """Switch the vectors to Python ints (exact: the int64 values are copied)."""
         cdef Py_ssize_t i
         if not self.big:
             self.pv = [self.v[i] for i in range(self.k)]
             self.ps = [self.s[i] for i in range(self.k)]
             self.big = True
-            free(self.v)
-            self.v = self.s = NULL
 
     cdef list sum_list(self):
         cdef Py_ssize_t i
         return list(self.ps) if self.big else [self.s[i] for i in range(self.k)]
+
+    cdef tuple tag_rows(self):
+        """The pending tag's sparse rows (None: no tag)."""
+        if not self.has_tag:
+            return None
+        return self.ptag if self.tbig else dense_rows(self.t, self.k)
 
     @property
     def vec(self):
@@ -220,21 +360,15 @@ cdef class Node:
     def sum(self):
         return self.sum_list()
 
+    @property
+    def tag(self):
+        """The pending tag as the reference's sparse rows, or None."""
+        return self.tag_rows()
 
-cdef bint mat_vec_c(long long* v, Mat m, long long* out, Py_ssize_t k):
-    """``out = v · m`` in int64; False on overflow (``out`` then garbage)."""
-    cdef Py_ssize_t i, j
-    cdef long long x, p
-    for j in range(k):
-        out[j] = 0
-    for i in range(k):
-        x = v[i]
-        if x:
-            for j in range(k):
-                if m.d[i * k + j]:
-                    if mul_ovf(x, m.d[i * k + j], &p) or add_ovf(out[j], p, &out[j]):
-                        return False
-    return True
+    @property
+    def tag_big(self):
+        """Whether the pending tag is in Python ints."""
+        return self.has_tag and self.tbig
 
 
 cdef object dot_node(Node node, bint own, object f):
@@ -266,13 +400,28 @@ cdef object dot_node(Node node, bint own, object f):
     return py_dot(node.pv if own else node.ps, f)
 
 
-cdef inline bint below(Node node, object value, long long seq):
-    """``(node.value, node.seq) < (value, seq)``."""
+cdef inline bint below(Node node, object value, bint kf, double kd, long long seq) except -1:
+    """``(node.value, node.seq) < (value, seq)``: in C when both keys are exact doubles."""
+    if kf and node.kf:
+        if node.kd < kd:
+            return True
+        if node.kd == kd:
+            return node.seq < seq
+        return False
     if node.value < value:
         return True
     if node.value == value:
         return node.seq < seq
     return False
+
+
+cdef inline bint same_key(Node node, object value, bint kf, double kd, long long seq) except -1:
+    """``(node.value, node.seq) == (value, seq)``."""
+    if node.seq != seq:
+        return False
+    if kf and node.kf:
+        return node.kd == kd
+    return node.value == value
 
 
 cdef class VectorTree:
@@ -282,14 +431,25 @@ cdef class VectorTree:
     cdef public list work
     cdef public object random
     cdef long long _work
-    cdef long long* tmp
+    cdef long long* ga
+    cdef long long* gb
+    cdef PyObject** path
+    cdef Py_ssize_t cap
+    cdef Node sl
+    cdef Node sr
 
     def __cinit__(self, Py_ssize_t k, list work, seed=0):
-        self.tmp = <long long*>malloc((k + 1) * sizeof(long long))
+        self.ga = <long long*>malloc((k + 1) * sizeof(long long))
+        self.gb = <long long*>malloc((k + 1) * sizeof(long long))
+        self.cap = 64
+        self.path = <PyObject**>malloc(self.cap * sizeof(PyObject*))
+        if self.ga == NULL or self.gb == NULL or self.path == NULL:
+            raise MemoryError()
 
     def __dealloc__(self):
-        if self.tmp != NULL:
-            free(self.tmp)
+        free(self.ga)
+        free(self.gb)
+        free(self.path)
 
     def __init__(self, Py_ssize_t k, list work, seed=0):
         self.k = k
@@ -304,62 +464,95 @@ cdef class VectorTree:
             self.work[0] += self._work
             self._work = 0
 
-    cdef void _mul(self, Node node, Mat m, bint own):
-        """Node's vec (``own``) or sum times ``m``, in int64 unless that overflows."""
-        cdef Py_ssize_t k = self.k
+    cdef int _keep(self, Py_ssize_t n, Node node) except -1:
+        """``path[n] = node`` (borrowed: the node stays referenced by a tree or a piece)."""
+        cdef PyObject** grown
+        if n >= self.cap:
+            grown = <PyObject**>realloc(self.path, 2 * self.cap * sizeof(PyObject*))
+            if grown == NULL:
+                raise MemoryError()
+            self.path = grown
+            self.cap *= 2
+        self.path[n] = <PyObject*>node
+        return 0
+
+    cdef int _mul(self, Node node, long long* d, tuple rows, bint own) except -1:
+        """Node's vec (``own``) or sum times a matrix: ``d`` its int64 array (NULL: not in
+        int64), ``rows`` its sparse rows (None: built from ``d`` when needed); in int64 unless
+        that overflows."""
+        cdef Py_ssize_t k = self.k, i
         cdef long long* a
-        if not node.big and not m.big:
-            a = node.v if own else node.s
-            if mat_vec_c(a, m, self.tmp, k):
-                memcpy(a, self.tmp, k * sizeof(long long))
-                return
+        if not node.big:
+            if d != NULL:
+                a = node.v if own else node.s
+                if kl_vec_mat(a, d, k):
+                    return 0
             node.to_big()
-        elif not node.big:
-            node.to_big()
+        if rows is None:
+            rows = dense_rows(d, k)
         if own:
-            node.pv = py_vec_mat(node.pv, m.rows())
+            node.pv = py_vec_mat(node.pv, rows)
         else:
-            node.ps = py_vec_mat(node.ps, m.rows())
+            node.ps = py_vec_mat(node.ps, rows)
+        return 0
 
-    cdef void _apply(self, Node node, Mat m):
-        self._mul(node, m, False)
-        if node.tag is None:
-            node.tag = m
-        else:
-            node.tag = compose(node.tag, m)
+    cdef int _apply(self, Node node, long long* d, tuple rows) except -1:
+        """Tag ``node`` with a matrix (``d`` / ``rows`` as in :meth:`_mul`): its sum now, the rest
+        when pushed; the tag is composed in place."""
+        cdef Py_ssize_t k = self.k, i
+        self._mul(node, d, rows, False)
+        if not node.has_tag:
+            node.has_tag = True
+            if d != NULL:
+                for i in range(k * k):
+                    node.t[i] = d[i]
+                node.tbig = False
+            else:
+                node.tbig = True
+                node.ptag = rows
+            return 0
+        if not node.tbig and d != NULL:
+            if kl_compose(node.t, d, k):
+                return 0
+        if rows is None:
+            rows = dense_rows(d, k)
+        node.ptag = py_compose(node.ptag if node.tbig else dense_rows(node.t, k), rows)
+        node.tbig = True
+        return 0
 
-    cdef void _push(self, Node node):
-        cdef Mat tag
-        if node.tag is not None:
-            tag = node.tag
+    cdef int _push(self, Node node) except -1:
+        cdef long long* d = NULL
+        cdef tuple rows = None
+        cdef Node left, right
+        if node.has_tag:
             self._work += 1
-            self._mul(node, tag, True)
-            if node.left is not None:
-                self._apply(node.left, tag)
-            if node.right is not None:
-                self._apply(node.right, tag)
-            node.tag = None
+            left = node.left
+            right = node.right
+            if node.tbig:
+                rows = node.ptag
+            else:
+                d = node.t
+                if node.big or (left is not None and (left.big or left.tbig)) or (
+                        right is not None and (right.big or right.tbig)):
+                    rows = dense_rows(d, self.k)
+            self._mul(node, d, rows, True)
+            if left is not None:
+                self._apply(left, d, rows)
+            if right is not None:
+                self._apply(right, d, rows)
+            node.has_tag = False
+            node.tbig = False
+            node.ptag = None
+        return 0
 
-    cdef void _pull(self, Node node):
+    cdef int _pull(self, Node node) except -1:
         cdef Py_ssize_t i, k = self.k
-        cdef long long* t = self.tmp
         cdef Node left = node.left, right = node.right
         cdef list total, other
-        cdef bint ok = True
         self._work += 1
         if not node.big and (left is None or not left.big) and (right is None or not right.big):
-            memcpy(t, node.v, k * sizeof(long long))
-            if left is not None:
-                for i in range(k):
-                    if add_ovf(t[i], left.s[i], &t[i]):
-                        ok = False
-            if right is not None:
-                for i in range(k):
-                    if add_ovf(t[i], right.s[i], &t[i]):
-                        ok = False
-            if ok:
-                memcpy(node.s, t, k * sizeof(long long))
-                return
+            if kl_sum(node.s, node.v, NULL if left is None else left.s, NULL if right is None else right.s, k):
+                return 0
         node.to_big()
         total = node.pv
         if left is not None:
@@ -369,110 +562,217 @@ cdef class VectorTree:
             other = right.ps if right.big else right.sum_list()
             total = [total[i] + other[i] for i in range(k)]
         node.ps = total if total is not node.pv else list(total)
+        return 0
 
-    cdef tuple _split(self, Node node, object value, long long seq):
-        if node is None:
-            return None, None
-        self._push(node)
-        if below(node, value, seq):
-            left, right = self._split(node.right, value, seq)
-            node.right = left
-            self._pull(node)
-            return node, right
-        left, right = self._split(node.left, value, seq)
-        node.left = right
-        self._pull(node)
-        return left, node
+    cdef int _pull_from(self, Py_ssize_t n, Py_ssize_t base) except -1:
+        """Recompute the sums of ``path[base:n]``, deepest first."""
+        cdef Py_ssize_t i
+        for i in range(n - 1, base - 1, -1):
+            self._pull(<Node>self.path[i])
+        return 0
 
-    cdef Node _merge(self, Node a, Node b):
+    cdef int _split(self, Node node, object value, bint kf, double kd, long long seq,
+                    Py_ssize_t base) except -1:
+        """``self.sl, self.sr = (keys < cut, keys >= cut)``: the recursive split of the reference
+        walked down once (each node pushed, then linked to the left or the right piece) and the
+        sums recomputed on the way back, deepest first, as the recursion would."""
+        cdef Node lroot = None, rroot = None, ltail = None, rtail = None
+        cdef Py_ssize_t n = base
+        while node is not None:
+            self._push(node)
+            self._keep(n, node)
+            n += 1
+            if below(node, value, kf, kd, seq):
+                if ltail is None:
+                    lroot = node
+                else:
+                    ltail.right = node
+                ltail = node
+                node = node.right
+            else:
+                if rtail is None:
+                    rroot = node
+                else:
+                    rtail.left = node
+                rtail = node
+                node = node.left
+        if ltail is not None:
+            ltail.right = None
+        if rtail is not None:
+            rtail.left = None
+        self._pull_from(n, base)
+        self.sl = lroot
+        self.sr = rroot
+        return 0
+
+    cdef Node _merge(self, Node a, Node b, Py_ssize_t base):
+        """Every key of ``a`` below every key of ``b``: the reference's recursion walked down once
+        (the higher priority on top, pushed), sums recomputed on the way back."""
+        cdef Node root = None, parent = None, rest
+        cdef bint right = False, nxt_right
+        cdef Py_ssize_t n = base
         if a is None:
             return b
         if b is None:
             return a
-        if a.prio > b.prio:
-            self._push(a)
-            a.right = self._merge(a.right, b)
-            self._pull(a)
-            return a
-        self._push(b)
-        b.left = self._merge(a, b.left)
-        self._pull(b)
-        return b
+        while a is not None and b is not None:
+            if a.prio > b.prio:
+                self._push(a)
+                rest = a
+                a = a.right
+                nxt_right = True
+            else:
+                self._push(b)
+                rest = b
+                b = b.left
+                nxt_right = False
+            if parent is None:
+                root = rest
+            elif right:
+                parent.right = rest
+            else:
+                parent.left = rest
+            self._keep(n, rest)
+            n += 1
+            parent = rest
+            right = nxt_right
+        rest = a if a is not None else b
+        if right:
+            parent.right = rest
+        else:
+            parent.left = rest
+        self._pull_from(n, base)
+        return root
 
     def insert(self, value, long long seq, list vec):
-        cdef Node node = Node()
+        cdef Node node = Node.__new__(Node)
         cdef Py_ssize_t i, k = self.k
+        cdef bint small = True
+        cdef double kd = 0.0
+        for x in vec:
+            if not fits(x):
+                small = False
+                break
         node.value, node.seq, node.prio = value, seq, self.random.random()
-        node.left = node.right = None
-        node.tag = None
+        node.kf = key_double(value, &kd)
+        node.kd = kd
         node.k = k
-        if all(fits(x) for x in vec):
-            node.v = <long long*>malloc(2 * k * sizeof(long long))
-            node.s = node.v + k
+        if 2 * k + k * k <= INLINE:
+            node.v = node.inline
+        else:
+            node.v = <long long*>malloc((2 * k + k * k) * sizeof(long long))
+            if node.v == NULL:
+                raise MemoryError()
+        node.s = node.v + k
+        node.t = node.s + k
+        if small:
             for i in range(k):
                 node.v[i] = vec[i]
-                node.s[i] = vec[i]
+                node.s[i] = node.v[i]
         else:
             node.big = True
             node.pv, node.ps = list(vec), list(vec)
         self.size += 1
-        self.root = self._insert(self.root, node)
+        self._insert(node)
         self._flush()
 
-    cdef Node _insert(self, Node node, Node new):
-        if node is None:
-            return new
-        if new.prio > node.prio:
-            new.left, new.right = self._split(node, new.value, new.seq)
+    cdef int _insert(self, Node new) except -1:
+        """The reference's recursive insert: down while the priorities are higher than the new
+        node's (each pushed), there split the rest at the new key under it."""
+        cdef Node node = self.root, parent = None
+        cdef bint right = False
+        cdef Py_ssize_t n = 0
+        while node is not None and not (new.prio > node.prio):
+            self._push(node)
+            self._keep(n, node)
+            n += 1
+            parent = node
+            if below(new, node.value, node.kf, node.kd, node.seq):
+                right = False
+                node = node.left
+            else:
+                right = True
+                node = node.right
+        if node is not None:
+            self._split(node, new.value, new.kf, new.kd, new.seq, n)
+            new.left = self.sl
+            new.right = self.sr
+            self.sl = self.sr = None
             self._pull(new)
-            return new
-        self._push(node)
-        if below(new, node.value, node.seq):
-            node.left = self._insert(node.left, new)
+        if parent is None:
+            self.root = new
+        elif right:
+            parent.right = new
         else:
-            node.right = self._insert(node.right, new)
-        self._pull(node)
-        return node
+            parent.left = new
+        self._pull_from(n, 0)
+        return 0
 
     def delete(self, value, long long seq):
+        cdef double kd = 0.0
+        cdef bint kf = key_double(value, &kd)
+        cdef Node node = self.root, parent = None, rest
+        cdef bint right = False
+        cdef Py_ssize_t n = 0
         self.size -= 1
-        self.root = self._delete(self.root, value, seq)
-        self._flush()
-
-    cdef Node _delete(self, Node node, object value, long long seq):
-        assert node is not None, "deleting a key the tree does not hold"
-        self._push(node)
-        if node.seq == seq and node.value == value:
-            return self._merge(node.left, node.right)
-        if below(node, value, seq):
-            node.right = self._delete(node.right, value, seq)
+        while True:
+            assert node is not None, "deleting a key the tree does not hold"
+            self._push(node)
+            if same_key(node, value, kf, kd, seq):
+                break
+            self._keep(n, node)
+            n += 1
+            parent = node
+            if below(node, value, kf, kd, seq):
+                right = True
+                node = node.right
+            else:
+                right = False
+                node = node.left
+        rest = self._merge(node.left, node.right, n)
+        if parent is None:
+            self.root = rest
+        elif right:
+            parent.right = rest
         else:
-            node.left = self._delete(node.left, value, seq)
-        self._pull(node)
-        return node
+            parent.left = rest
+        self._pull_from(n, 0)
+        self._flush()
 
     def step(self, list cuts, list moves):
         cdef Node root = self.root
-        cdef Node part, merged, left, rest
+        cdef Node part, merged, rest
+        cdef Mat mat
         cdef list parts
-        cdef Py_ssize_t k = self.k
+        cdef Py_ssize_t k = self.k, i
+        cdef double kd = 0.0
+        cdef bint kf, still = True
         if root is None:
             return 0
         if not cuts:
             m, f = moves[0]
             found = dot_node(root, False, f) if f is not None else 0
             if m is not None:
-                self._apply(root, mat_of(<tuple>m, k))
+                mat = mat_of(<tuple>m, k)
+                self._apply(root, mat.d, mat.py)
             return found
-        if all(mv[0] is None for mv in moves):
+        for mv in moves:
+            if mv[0] is not None:
+                still = False
+                break
+        if still:
             found = self._count(cuts, [mv[1] for mv in moves])
             self._flush()
             return found
         parts = []
         rest = root
         for cut in cuts:
-            left, rest = self._split(rest, cut[0], cut[1])
-            parts.append(left)
+            value = cut[0]
+            kf = key_double(value, &kd)
+            self._split(rest, value, kf, kd, cut[1], 0)
+            parts.append(self.sl)
+            rest = self.sr
+            self.sl = self.sr = None
         parts.append(rest)
         found = 0
         merged = None
@@ -483,8 +783,9 @@ cdef class VectorTree:
                 if f is not None:
                     found += dot_node(part, False, f)
                 if m is not None:
-                    self._apply(part, mat_of(<tuple>m, k))
-            merged = self._merge(merged, part)
+                    mat = mat_of(<tuple>m, k)
+                    self._apply(part, mat.d, mat.py)
+            merged = self._merge(merged, part, 0)
         self.root = merged
         self._flush()
         return found
@@ -503,51 +804,75 @@ cdef class VectorTree:
         return found
 
     cdef object _prefix(self, Node node, object value, long long seq, list g):
-        """The prefix sum along one path; ``g`` (a column vector carried through the tags) is
-        kept as Python ints (``k`` entries: the products with the int64 vectors are checked in
-        :func:`dot_node`); a tag's product with ``g`` runs in int64 when both fit."""
+        """The prefix sum along one path, ``g`` a column vector carried through the tags: in
+        int64 (:meth:`_prefix64`), or, when anything there does not fit, redone in Python ints
+        (only ``work`` changes, and it is restored first)."""
+        cdef double kd = 0.0
+        cdef bint kf = key_double(value, &kd)
+        cdef long long found64 = 0, work0 = self._work
+        if self._prefix64(node, value, kf, kd, seq, g, &found64):
+            return found64
+        self._work = work0
+        return self._prefix_py(node, value, kf, kd, seq, g)
+
+    cdef bint _prefix64(self, Node node, object value, bint kf, double kd, long long seq, list g,
+                        long long* found) except -1:
+        cdef Py_ssize_t i, j, k = self.k
+        cdef long long* cur = self.ga
+        cdef long long* low = self.gb
+        cdef long long* swap
+        cdef Node left
+        for j in range(k):
+            if not fits(g[j]):
+                return False
+            cur[j] = g[j]
+        while node is not None:
+            self._work += 1
+            if node.big:
+                return False
+            left = node.left
+            if node.has_tag:
+                if node.tbig:
+                    return False
+                if not kl_mat_col(node.t, cur, low, k):
+                    return False
+                swap = cur
+                cur = low
+                low = swap
+            if below(node, value, kf, kd, seq):
+                if not kl_dot(node.v, cur, k, found):
+                    return False
+                if left is not None:
+                    if left.big or not kl_dot(left.s, cur, k, found):
+                        return False
+                node = node.right
+            else:
+                node = left
+        return True
+
+    cdef object _prefix_py(self, Node node, object value, bint kf, double kd, long long seq, list g):
+        """:meth:`_prefix` in Python ints (``g``'s products with int64 vectors checked in
+        :func:`dot_node`)."""
         cdef object found = 0
         cdef Node left
         cdef list low
-        cdef Mat tag
-        cdef tuple row, jc
-        cdef Py_ssize_t i, j, k = self.k
-        cdef long long acc64, p, gj
-        cdef bint ok
+        cdef tuple row, jc, rows
+        cdef Py_ssize_t i, k = self.k
         while node is not None:
             self._work += 1
             left = node.left
-            tag = node.tag
-            if tag is None:
+            if not node.has_tag:
                 low = g
             else:
+                rows = node.tag_rows()
                 low = [0] * k
-                ok = not tag.big
-                if ok:
-                    for j in range(k):
-                        if not fits(g[j]):
-                            ok = False
-                            break
-                        self.tmp[j] = g[j]
-                if ok:
-                    for i in range(k):
-                        acc64 = 0
-                        for j in range(k):
-                            if tag.d[i * k + j]:
-                                if mul_ovf(tag.d[i * k + j], self.tmp[j], &p) or add_ovf(acc64, p, &acc64):
-                                    ok = False
-                                    break
-                        if not ok:
-                            break
-                        low[i] = acc64
-                if not ok:
-                    for i in range(k):
-                        acc = 0
-                        row = <tuple>tag.rows()[i]
-                        for jc in row:
-                            acc = acc + jc[1] * g[<Py_ssize_t>jc[0]]
-                        low[i] = acc
-            if below(node, value, seq):
+                for i in range(k):
+                    acc = 0
+                    row = <tuple>rows[i]
+                    for jc in row:
+                        acc = acc + jc[1] * g[<Py_ssize_t>jc[0]]
+                    low[i] = acc
+            if below(node, value, kf, kd, seq):
                 found = found + dot_node(node, True, low)
                 if left is not None:
                     found = found + dot_node(left, False, low)

@@ -50,7 +50,12 @@ cdef long long EXACT = 1LL << 53
 DEF INLINE = 24
 
 
-cdef inline bint fits(object x):
+cdef inline bint fits(object x) except -1:
+    """``x`` fits in int64 (an exact ``int`` is asked in C, without comparing Python ints)."""
+    cdef int ovf = 0
+    if PyLong_CheckExact(x):
+        PyLong_AsLongLongAndOverflow(x, &ovf)
+        return ovf == 0
     return LO <= x <= HI
 
 
@@ -541,8 +546,9 @@ cdef class VectorTree:
             if right is not None:
                 self._apply(right, d, rows)
             node.has_tag = False
-            node.tbig = False
-            node.ptag = None
+            if node.tbig:
+                node.tbig = False
+                node.ptag = None
         return 0
 
     cdef int _pull(self, Node node) except -1:

@@ -47,7 +47,7 @@ cdef extern from "Python.h":
 cdef object LO = -(1 << 63)
 cdef object HI = (1 << 63) - 1
 cdef long long EXACT = 1LL << 53
-DEF INLINE = 24
+DEF INLINE = 15
 
 
 cdef inline bint fits(object x) except -1:
@@ -312,7 +312,7 @@ cdef class Node:
     """``vec`` and ``sum``: int64 arrays (``v``, ``s``) unless ``big``, then Python lists
     (``pv``, ``ps``); the pending tag (``has_tag``): the int64 array ``t`` unless ``tbig``, then
     the sparse rows ``ptag``.  ``v``, ``s`` and ``t`` are one block the node owns, inside the node itself when
-    ``2k + k²`` entries fit in ``INLINE`` (``k ≤ 4``: one fewer pointer to chase per node); ``kf``
+    ``2k + k²`` entries fit in ``INLINE`` (``k ≤ 3``: one fewer pointer to chase per node); ``kf``
     says whether ``kd`` holds the key exactly as a double."""
     # the fields a walk reads first, then the arrays: one node, few cache lines
     cdef public Node left
@@ -857,27 +857,41 @@ cdef class VectorTree:
         return True
 
     cdef object _prefix_py(self, Node node, object value, bint kf, double kd, long long seq, list g):
-        """:meth:`_prefix` in Python ints (``g``'s products with int64 vectors checked in
-        :func:`dot_node`)."""
+        """:meth:`_prefix` with ``g`` in Python ints (its products with int64 vectors checked in
+        :func:`dot_node`); an int64 tag's product with ``g`` runs in int64 while both fit."""
         cdef object found = 0
         cdef Node left
         cdef list low
         cdef tuple row, jc, rows
-        cdef Py_ssize_t i, k = self.k
+        cdef Py_ssize_t i, j, k = self.k
+        cdef long long* gc = self.ga
+        cdef long long* out = self.gb
+        cdef bint ok
         while node is not None:
             self._work += 1
             left = node.left
             if not node.has_tag:
                 low = g
             else:
-                rows = node.tag_rows()
                 low = [0] * k
-                for i in range(k):
-                    acc = 0
-                    row = <tuple>rows[i]
-                    for jc in row:
-                        acc = acc + jc[1] * g[<Py_ssize_t>jc[0]]
-                    low[i] = acc
+                ok = not node.tbig
+                if ok:
+                    for j in range(k):
+                        if not fits(g[j]):
+                            ok = False
+                            break
+                        gc[j] = g[j]
+                if ok and kl_mat_col(node.t, gc, out, k):
+                    for i in range(k):
+                        low[i] = out[i]
+                else:
+                    rows = node.tag_rows()
+                    for i in range(k):
+                        acc = 0
+                        row = <tuple>rows[i]
+                        for jc in row:
+                            acc = acc + jc[1] * g[<Py_ssize_t>jc[0]]
+                        low[i] = acc
             if below(node, value, kf, kd, seq):
                 found = found + dot_node(node, True, low)
                 if left is not None:

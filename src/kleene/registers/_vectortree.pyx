@@ -6,13 +6,13 @@ same splits, merges, pushes and sums, the same ``work`` counted, the same exact 
 Nodes are typed objects instead of lists and the matrix and vector loops run without the
 interpreter's dispatch.  The pure-Python class stays the readable reference and is what runs
 when this module was not built or ``KLEENE_PURE_PYTHON`` is set; tests/registers/test_aggregate.py
-compares the two.
+and tests/registers/test_vectortree_twin.py compare the two.
 
 **int64 fast path.**  A node's vector, sum and pending tag are C int64 arrays (``k``, ``k`` and
 ``k × k``, one block the node owns) while every entry fits; a move (:class:`Mat`, shared and
 read only) is a dense int64 ``k × k`` array while every entry fits.  Every product and sum is
-checked (``__builtin_mul_overflow`` / ``__builtin_add_overflow``) into a scratch buffer before
-anything is written; on overflow that node's vectors (or its tag) switch, exactly, to Python
+checked (``__builtin_mul_overflow`` / ``__builtin_add_overflow``, in C kernels with ``k`` unrolled
+for 2, 3 and 4) into locals before anything is written; on overflow that node's vectors (or its tag) switch, exactly, to Python
 ints (lists and sparse rows as in the reference) and stay there (a tag until it is pushed).  So
 each primitive (apply, push, pull) either completes in int64 or is redone in Python ints: never
 a wrapped count.  A path sum (:meth:`VectorTree._prefix`) changes nothing but ``work``: it runs
@@ -24,10 +24,12 @@ iteratively and recompute the sums on the way back from a stack of borrowed poin
 node on it stays referenced by the tree or by the pieces being built), and keys are compared as
 C doubles when both are a ``float`` or an ``int`` of at most 2^53 in magnitude (then the double
 comparison is Python's exactly, NaN included), else with Python's ``<`` and ``==`` (strings,
-larger ints, other types).
+larger ints, other types).  A node's block sits inside the node object when ``k <= 3``.
+tests/registers/replay_tree.py measures this tree alone against another build.
 
-Size: ~650 lines, one job (the compiled tree); the two arithmetics (int64 and Python ints) of
-each primitive sit side by side so that the switch between them can be read in one place.
+Size: ~900 lines, one job (the compiled tree); the two arithmetics (int64 and Python ints) of
+each primitive sit side by side so that the switch between them can be read in one place, and the
+C kernels (~100 lines) are written out beside them.
 """
 
 from random import Random

@@ -135,7 +135,9 @@ cdef tuple dense_rows(long long* d, Py_ssize_t k):
 # them; its loop-distribute-patterns and vectorizer passes are off here: a 16-byte load of two
 # 8-byte stores just made stalls, store-to-load forwarding fails, and cost 40% of a product).  Counts and moves are non-negative, so a sum
 # overflows in one order of its terms exactly when it does in any other: the switch to Python
-# ints happens at the same step as in a column-by-column or a row-by-row product.
+# ints happens at the same step as in a column-by-column or a row-by-row product.  When every
+# entry of both operands is below 2^30 (or-ed together as unsigned: a negative one is not), no
+# product reaches 2^60 and no sum of k <= 8 of them 2^63: the product is taken unchecked.
 
 cdef extern from *:
     """
@@ -149,6 +151,16 @@ cdef extern from *:
                                                                    Py_ssize_t k) {
         long long o[k];
         int ovf = 0;
+        unsigned long long bits = 0;
+        for (Py_ssize_t i = 0; i < k; i++) bits |= (unsigned long long)v[i];
+        for (Py_ssize_t i = 0; i < k * k; i++) bits |= (unsigned long long)d[i];
+        if (bits < (1ULL << 30) && k <= 8) {
+            for (Py_ssize_t j = 0; j < k; j++) {
+                long long acc = 0;
+                for (Py_ssize_t i = 0; i < k; i++) acc += v[i] * d[i * k + j];
+                o[j] = acc;
+            }
+        } else {
         for (Py_ssize_t j = 0; j < k; j++) {
             long long acc = 0, p;
             for (Py_ssize_t i = 0; i < k; i++) {
@@ -158,6 +170,7 @@ cdef extern from *:
             o[j] = acc;
         }
         if (ovf) return 0;
+        }
         for (Py_ssize_t j = 0; j < k; j++) v[j] = o[j];
         return 1;
     }
@@ -166,6 +179,18 @@ cdef extern from *:
                                                                    Py_ssize_t k) {
         long long o[k * k];
         int ovf = 0;
+        unsigned long long bits = 0;
+        for (Py_ssize_t i = 0; i < k * k; i++) bits |= (unsigned long long)t[i] | (unsigned long long)d[i];
+        if (bits < (1ULL << 30) && k <= 8) {
+            for (Py_ssize_t i = 0; i < k; i++)
+                for (Py_ssize_t l = 0; l < k; l++) {
+                    long long acc = 0;
+                    for (Py_ssize_t j = 0; j < k; j++) acc += t[i * k + j] * d[j * k + l];
+                    o[i * k + l] = acc;
+                }
+            for (Py_ssize_t i = 0; i < k * k; i++) t[i] = o[i];
+            return 1;
+        }
         for (Py_ssize_t i = 0; i < k; i++) {
             for (Py_ssize_t l = 0; l < k; l++) {
                 long long acc = 0, p;

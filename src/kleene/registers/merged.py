@@ -21,9 +21,10 @@ union nodes where runs meet.  The node's ``max`` is the newest start time, so
 The number of live runs is then the number of distinct ``(state,
 registers)`` of the window, not the number of partial matches: in ``SELL as
 a; BUY as b; BUY as c FILTER c[price > a.price]`` the runs waiting for ``c``
-are one per value of ``a`` (not one per pair ``a, b``), and where no
-register is read any more (after ``c`` in the SRT paper's ``seq6``) one run
-stands for all of them.  The register values are what remains of the window:
+are one per value of ``a`` (not one per pair ``a, b``), and a register no
+later guard reads is dropped (:mod:`kleene.registers.liveness`): after ``c``
+in the SRT paper's ``seq6`` one run stands for every ``a``, and after ``d``
+one per value of ``d``.  The register values are what remains of the window:
 runs touched per event are the runs the event moves plus the index look-ups
 (:mod:`kleene.registers.index`), each moved run costing O(1) plus its
 union-list, whatever the number of its outputs.
@@ -55,6 +56,7 @@ import pyarrow as pa
 from kleene.registers.aggregate import AggregateCounter, aggregate_plan
 from kleene.registers.counting import unambiguous, window_count
 from kleene.registers.index import RunIndex
+from kleene.registers.liveness import dead_after
 from kleene.registers.runtime import RegisterEngine, Run
 from kleene.runtime import tecs
 from kleene.runtime.contract import FoundSink
@@ -131,6 +133,9 @@ class MergedEngine(RegisterEngine):
         """Where the query is in its class, a :class:`Count` from the first batch on is filled by
         aggregates over register values instead of runs (:mod:`kleene.registers.aggregate`)."""
         self.counter: AggregateCounter | None = None
+        self.drops = dead_after(self.srt)
+        """Per transition (``id``): the registers no later guard reads, set to ``None`` after it
+        so that runs differing only in them merge (:mod:`kleene.registers.liveness`)."""
 
     def run_batch(
         self,
@@ -175,6 +180,7 @@ class MergedEngine(RegisterEngine):
         found: list[Node] = []
         event: tuple[Any, ...] | None = None
         built = 0
+        drops = self.drops
 
         def fire(t: Any, regs: tuple[Any, ...], node: Node) -> None:
             # The register step (clears/sets, guards, UNLESS checks, writes) is written out as in
@@ -201,6 +207,11 @@ class MergedEngine(RegisterEngine):
                 for r in t.writes:
                     written[r] = event
                 regs = tuple(written)
+            if drops and (drop := drops.get(id(t))) is not None:
+                kept = list(regs)
+                for r in drop:
+                    kept[r] = None
+                regs = tuple(kept)
             if t.marked:
                 node = (OUTPUT, node[1], ~pos if t.hidden else pos, node)
                 built += 1

@@ -30,15 +30,13 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_aggregate import counted, oracle_count
 
 import kleene
 from against_oracle import aimed, feature_changed
 from kleene import native
-from kleene.language.parser import parse_query
-from kleene.reference.oracle import evaluate
 from kleene.registers import aggregate
 from kleene.registers.aggregate import AggregateCounter
-from kleene.registers.merged import MergedEngine
 from kleene.registers.vectortree import VectorTree
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -96,18 +94,6 @@ def cases(draw: st.DrawFn) -> tuple[str, str, str, list[dict[str, Any]]]:
 
 
 SCHEMA = pa.schema([("type", pa.string()), ("v", pa.float64()), ("k", pa.int64()), ("t", pa.int64())])
-
-
-def oracle_count(query: str, events: list[dict[str, Any]]) -> int:
-    return len(evaluate(parse_query(query), events, times=list(range(len(events)))))
-
-
-def counted(query: str, table: pa.Table, **kwargs: Any) -> tuple[int, MergedEngine]:
-    compiled = kleene.compile(query, **kwargs)
-    n = compiled.count(table)
-    engine = compiled.last_session.engine
-    assert isinstance(engine, MergedEngine)
-    return n, engine
 
 
 @aimed(PREVIOUS, CONTIGUITY)

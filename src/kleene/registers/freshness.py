@@ -34,6 +34,7 @@ from typing import Any
 
 from kleene.language import ast
 from kleene.registers.guards import Guard, Key, compile_key
+from kleene.registers.liveness import may_hold, registers_read
 from kleene.registers.srt import SRT, Condition, RTransition
 
 START, EMPTY, FRESH, OTHER = "start", "empty", "fresh", "other"
@@ -133,17 +134,7 @@ def register_classes(srt: SRT, reach: set[int]) -> tuple[frozenset[int], dict[in
     for q, t in moves:
         if q != init:
             start -= set(t.writes) | set(t.clears)
-    maybe: dict[int, set[int]] = {q: set() for q in states}
-    changed = True
-    while changed:  # which registers some path leaves non-empty at each state (a fixpoint)
-        changed = False
-        for q, t in moves:
-            if t.target not in maybe:
-                continue
-            out = (maybe[q] - set(t.clears)) | set(t.writes)
-            if not out <= maybe[t.target]:
-                maybe[t.target] |= out
-                changed = True
+    maybe = may_hold([t for _, t in moves], srt.num_states)  # non-empty on some path
     entering: dict[int, list[RTransition]] = {}
     for _, t in moves:
         entering.setdefault(t.target, []).append(t)
@@ -177,25 +168,6 @@ def _reads(node: Any, target: str, event: bool) -> bool:
         for name in ("left", "right", "operand", "low", "high")
         if (child := getattr(node, name, None)) is not None
     )
-
-
-def registers_read(c: Condition) -> set[int]:
-    """The registers a conjunct reads (its ``slots`` are its whole FILTER's)."""
-    slots = dict(c.slots)
-    found: set[int] = set()
-
-    def walk(node: Any) -> None:
-        if isinstance(node, ast.VarAttr):
-            if node.var != c.target or node.prev:
-                found.add(slots[(node.var, node.prev)])
-            return
-        for name in ("left", "right", "operand", "low", "high"):
-            child = getattr(node, name, None)
-            if child is not None:
-                walk(child)
-
-    walk(c.pred)
-    return found
 
 
 def split_key(c: Condition) -> tuple[str, ast.Expr, ast.Expr] | None:

@@ -258,15 +258,7 @@ def _text(e: Any) -> str:
 
 def holds(op: str, e: Any, k: Any) -> bool:
     """``e op k``."""
-    if op == ">":
-        return bool(e > k)
-    if op == ">=":
-        return bool(e >= k)
-    if op == "<":
-        return bool(e < k)
-    if op == "<=":
-        return bool(e <= k)
-    return bool(e == k)
+    return bool(_CMP[op](e, k))
 
 
 def beside(op: str, above: bool) -> bool:

@@ -27,13 +27,14 @@ API: columns, no object per complex event).  The rows:
   same stock (``:+`` in its partition) above the SELL's price, each higher
   than the previous one (``prev``), within ``w`` events;
 * the SRT paper's stock patterns (TR §7, eq. 5-10), at each window: ``seq3``,
-  ``seq6``, ``k3`` (Kleene), ``q1`` and ``q5`` (Kleene over both types), on our
+  ``seq6``, ``seq9``, ``seq12``, ``k3`` to ``k12`` (Kleene), ``q1`` to ``q4`` (§5.7: thresholds on
+  price in q2/q4, BUY OR SELL in q3/q4) and ``q5`` (Kleene over both types), on our
   five names (INTC, AAPL, GOOG stand for the paper's INTC, RIMM, QQQ; MSFT,
   AAPL, GOOG, AMZN for q1's MSFT, ORCL, CSCO, AMAT).
 
 ``--count``: the register rows count their complex events (``Query.count``) instead of listing
 them, with no limit on the complex events of one event (:data:`COUNT_MATCHES`).  In the class of
-kleene.registers.aggregate (rising, seq3, k3, q1, q5) the count keeps no runs: ``nodes counted / event``
+kleene.registers.aggregate (rising, seq3, k3, q1 to q5) the count keeps no runs: ``nodes counted / event``
 is then the tree nodes the aggregates touched per event and ``live runs at end`` the starts in
 the window; elsewhere the merged runs add the window counts of their tECS nodes
 (kleene.registers.counting) and the column is the tECS nodes the counts visited.
@@ -95,6 +96,37 @@ RISING = (
     "FILTER s[price > 150] AND t[price > prev(t).price AND price > s.price] "
     "PARTITION BY [name] WITHIN {window} EVENTS"
 )
+NAMES = ("INTC", "AAPL", "GOOG", "MSFT", "AMZN")
+"""The five names of the synthetic stream, in the order the longer patterns cycle through them."""
+
+
+def _chain(triples: int, kleene_middle: bool) -> str:
+    """The SRT paper's ``seq`` (eq. 4-5) and ``k`` (eq. 6) patterns of length ``3 · triples``: per
+    triple a SELL that writes a register, a BUY (iterated, ``+``, for ``k``) and a BUY whose price
+    exceeds the register, each with a name of its own (cycling through :data:`NAMES`, as the
+    paper's "more such expressions" on more companies)."""
+    parts, conds = [], []
+    for t in range(triples):
+        x, y, z = (f"{v}{t}" for v in "xyz")
+        n1, n2, n3 = (NAMES[(3 * t + i) % len(NAMES)] for i in range(3))
+        parts += [f"SELL as {x}", f"(BUY as {y})+" if kleene_middle else f"BUY as {y}", f"BUY as {z}"]
+        conds += [f"{x}[name = '{n1}']",
+                  f"{y}[name = '{n2}'" + (" AND price < 500]" if kleene_middle else "]"),
+                  f"{z}[name = '{n3}' AND price > {x}.price]"]
+    return f"SELECT * FROM S WHERE {'; '.join(parts)} FILTER {' AND '.join(conds)} WITHIN {{window}} EVENTS"
+
+
+def _q(middle: str, thresholds: bool) -> str:
+    """The SRT paper's q1-q4 (§5.7): SELL, two BUYs (``middle``: ``BUY`` or ``(BUY OR SELL)``,
+    q3/q4), SELL below the first SELL's price; q2/q4 add local thresholds on price."""
+    lo, hi = (" AND price > 100", " AND price > 50") if thresholds else ("", "")
+    return (
+        f"SELECT * FROM S WHERE SELL as a; {middle} as b; {middle} as c; SELL as d "
+        f"FILTER a[name = 'MSFT'{lo}] AND b[name = 'AAPL'{hi}] AND c[name = 'GOOG'{hi}] "
+        "AND d[name = 'AMZN' AND price < a.price] WITHIN {window} EVENTS"
+    )
+
+
 PAPER = {
     "seq3": (
         "SELECT * FROM S WHERE SELL as a; BUY as b; BUY as c "
@@ -107,16 +139,20 @@ PAPER = {
         "AND d[name = 'MSFT'] AND e[name = 'AMZN'] AND f[name = 'INTC' AND price > d.price] "
         "WITHIN {window} EVENTS"
     ),
+    "seq9": _chain(3, False),
+    "seq12": _chain(4, False),
     "k3": (
         "SELECT * FROM S WHERE SELL as a; (BUY as b)+; BUY as c "
         "FILTER a[name = 'INTC'] AND b[name = 'AAPL' AND price < 500] "
         "AND c[name = 'GOOG' AND price > a.price] WITHIN {window} EVENTS"
     ),
-    "q1": (
-        "SELECT * FROM S WHERE SELL as a; BUY as b; BUY as c; SELL as d "
-        "FILTER a[name = 'MSFT'] AND b[name = 'AAPL'] AND c[name = 'GOOG'] "
-        "AND d[name = 'AMZN' AND price < a.price] WITHIN {window} EVENTS"
-    ),
+    "k6": _chain(2, True),
+    "k9": _chain(3, True),
+    "k12": _chain(4, True),
+    "q1": _q("BUY", False),
+    "q2": _q("BUY", True),
+    "q3": _q("(BUY OR SELL)", False),
+    "q4": _q("(BUY OR SELL)", True),
     "q5": (
         "SELECT * FROM S WHERE SELL as a; ((BUY OR SELL) as b)+; SELL as c "
         "FILTER a[name = 'MSFT'] AND b[name = 'GOOG' AND volume > 9000] "

@@ -37,6 +37,9 @@ from cpython.object cimport PyObject
 from cpython.float cimport PyFloat_CheckExact, PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_CheckExact
 from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memcpy
+from kleene.registers._limbs cimport (u64, lb_used, lb_vec_mat, lb_compose, lb_sum, lb_trim,
+                                      lb_max)
 
 
 cdef extern from *:
@@ -45,6 +48,8 @@ cdef extern from *:
 
 cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
+    object PyLong_FromUnsignedLongLong(unsigned long long)
+    object _PyLong_FromByteArray(const unsigned char*, size_t, int, int)
 
 cdef object LO = -(1 << 63)
 cdef object HI = (1 << 63) - 1
@@ -74,6 +79,57 @@ cdef inline bint key_double(object x, double* out) except -1:
             out[0] = <double>n
             return True
     return False
+
+
+# -- limbs <-> Python ints ---------------------------------------------------------------------
+
+cdef inline Py_ssize_t width_for(Py_ssize_t used):
+    """The width a limb array grows to for ``used`` limbs: a power of two, at least 2."""
+    cdef Py_ssize_t w = 2
+    while w < used:
+        w *= 2
+    return w
+
+
+cdef object lb_int(const u64* x, Py_ssize_t n):
+    """The ``n`` limbs at ``x`` (its exact length) as a Python int."""
+    if n <= 1:
+        return PyLong_FromUnsignedLongLong(x[0] if n else 0)
+    return _PyLong_FromByteArray(<const unsigned char*>x, n * 8, 1, 0)
+
+
+cdef list lb_list(const u64* x, Py_ssize_t w, const Py_ssize_t* lens, Py_ssize_t n):
+    cdef Py_ssize_t e
+    return [lb_int(x + e * w, lens[e]) for e in range(n)]
+
+
+cdef tuple lb_rows(const u64* m, Py_ssize_t w, const Py_ssize_t* lens, Py_ssize_t k):
+    """The sparse rows of the limb ``k × k`` matrix ``m`` (``lens``: its entries' lengths, or
+    NULL: read from the limbs)."""
+    cdef Py_ssize_t i, j, n
+    cdef list rows = [], row
+    for i in range(k):
+        row = []
+        for j in range(k):
+            n = lens[i * k + j] if lens != NULL else lb_used(m + (i * k + j) * w, w)
+            if n:
+                row.append((j, lb_int(m + (i * k + j) * w, n)))
+        rows.append(tuple(row))
+    return tuple(rows)
+
+
+cdef Py_ssize_t limbs_needed(object x) except -2:
+    """Limbs the Python int ``x`` needs, or -1 when it is not a non-negative ``int``."""
+    if not PyLong_CheckExact(x) or x < 0:
+        return -1
+    return (x.bit_length() + 63) // 64
+
+
+cdef int int_to_limbs(object x, u64* dst, Py_ssize_t w) except -1:
+    """``dst`` (width ``w``) = the non-negative int ``x`` (which fits)."""
+    cdef bytes b = x.to_bytes(w * 8, "little")
+    memcpy(dst, <const char*>b, w * 8)
+    return 0
 
 
 # -- Python-int arithmetic (the reference's, on sparse rows) --------------------------------------
@@ -283,15 +339,21 @@ cdef extern from *:
 
 cdef class Mat:
     """A move: its sparse rows (``py``) and, while every entry fits, the dense int64 array ``d``
-    (row-major ``k × k``; NULL when ``big``).  Shared (cached by :func:`mat_of`), never written."""
+    (row-major ``k × k``; NULL when ``big``); when one does not but all are non-negative ints,
+    the dense limb array ``lm`` of width ``lw`` instead (else both NULL: Python ints only).
+    Shared (cached by :func:`mat_of`), never written."""
     cdef Py_ssize_t k
     cdef bint big
     cdef long long* d
+    cdef u64* lm
+    cdef Py_ssize_t lw
     cdef tuple py
 
     def __dealloc__(self):
         if self.d != NULL:
             free(self.d)
+        if self.lm != NULL:
+            free(self.lm)
 
 
 cdef dict _MATS = {}
@@ -323,14 +385,39 @@ cdef Mat make_mat(tuple m, Py_ssize_t k):
     for i in range(k):
         row = <tuple>m[i]
         for jc in row:
-            if not fits(jc[1]):
+            if not fits(jc[1]) or jc[1] < 0:
                 free(out.d)
                 out.d = NULL
                 out.big = True
+                limb_mat(out, m, k)
                 return out
             j = jc[0]
             out.d[i * k + j] = jc[1]
     return out
+
+
+cdef int limb_mat(Mat out, tuple m, Py_ssize_t k) except -1:
+    """Give ``out`` its limb array when every entry of ``m`` is a non-negative int."""
+    cdef Py_ssize_t i, j, w = 1, n
+    cdef tuple row, jc
+    for row in m:
+        for jc in row:
+            n = limbs_needed(jc[1])
+            if n < 0:
+                return 0
+            w = max(w, n)
+    w = width_for(w)
+    out.lm = <u64*>malloc(k * k * w * sizeof(u64))
+    if out.lm == NULL:
+        raise MemoryError()
+    out.lw = w
+    for i in range(k * k * w):
+        out.lm[i] = 0
+    for i in range(k):
+        for jc in <tuple>m[i]:
+            j = jc[0]
+            int_to_limbs(jc[1], out.lm + (i * k + j) * w, w)
+    return 0
 
 
 # -- nodes ----------------------------------------------------------------------------------------
@@ -360,33 +447,153 @@ cdef class Node:
     cdef list pv
     cdef list ps
     cdef tuple ptag
+    cdef Py_ssize_t vw
+    cdef Py_ssize_t tw
+    cdef Py_ssize_t tcap
+    cdef u64* lv
+    cdef u64* ls
+    cdef u64* lt
+    cdef Py_ssize_t* vl
+    cdef Py_ssize_t* tl
 
     def __dealloc__(self):
         if self.v != NULL and self.v != self.inline:
             free(self.v)
+        free(self.lv)
+        free(self.ls)
+        free(self.lt)
+        free(self.vl)
+        free(self.tl)
+
+    cdef int to_limbs(self) except -1:
+        """Switch the int64 vectors to limbs of width 2 (exact: counts are non-negative)."""
+        cdef Py_ssize_t i, k = self.k
+        self.grow_v(1)
+        for i in range(k):
+            self.lv[i * self.vw] = <u64>self.v[i]
+            self.vl[i] = self.v[i] != 0
+            self.ls[i * self.vw] = <u64>self.s[i]
+            self.vl[k + i] = self.s[i] != 0
+        return 0
+
+    cdef int grow_v(self, Py_ssize_t used) except -1:
+        """Vector and sum limbs at least ``used`` wide (values kept; ``vl``: each entry's length,
+        the limbs above it are not read)."""
+        cdef Py_ssize_t w = width_for(used), k = self.k, e
+        cdef u64* nv
+        cdef u64* ns
+        if w <= self.vw:
+            return 0
+        if self.vl == NULL:
+            self.vl = <Py_ssize_t*>malloc(2 * k * sizeof(Py_ssize_t))
+            if self.vl == NULL:
+                raise MemoryError()
+        nv = <u64*>malloc(k * w * sizeof(u64))
+        ns = <u64*>malloc(k * w * sizeof(u64))
+        if nv == NULL or ns == NULL:
+            free(nv)
+            free(ns)
+            raise MemoryError()
+        if self.vw:
+            for e in range(k):
+                memcpy(nv + e * w, self.lv + e * self.vw, self.vl[e] * sizeof(u64))
+                memcpy(ns + e * w, self.ls + e * self.vw, self.vl[k + e] * sizeof(u64))
+        free(self.lv)
+        free(self.ls)
+        self.lv, self.ls, self.vw = nv, ns, w
+        return 0
+
+    cdef int store_v(self, bint own, const u64* src, Py_ssize_t sw, const Py_ssize_t* sl) except -1:
+        """The vector (``own``) or the sum = ``src`` (``k`` entries of width ``sw``, lengths
+        ``sl``), growing."""
+        cdef Py_ssize_t k = self.k, e, used = lb_max(sl, k)
+        cdef u64* dst
+        cdef Py_ssize_t* lens
+        if used > self.vw:
+            self.grow_v(used)
+        dst = self.lv if own else self.ls
+        lens = self.vl if own else self.vl + k
+        for e in range(k):
+            memcpy(dst + e * self.vw, src + e * sw, sl[e] * sizeof(u64))
+            lens[e] = sl[e]
+        return 0
+
+    cdef int store_t(self, const u64* src, Py_ssize_t sw, const Py_ssize_t* sl) except -1:
+        """The tag = ``src`` (``k × k`` entries of width ``sw``, lengths ``sl`` or NULL: read)
+        in limbs, growing (``tw``: 0 before, the tag was in int64 or none)."""
+        cdef Py_ssize_t n = self.k * self.k, e, used, w = self.tw
+        cdef u64* nt
+        if self.tl == NULL:
+            self.tl = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+            if self.tl == NULL:
+                raise MemoryError()
+        if sl == NULL:
+            used = lb_trim(src, sw, n, self.tl)
+        else:
+            used = lb_max(sl, n)
+            for e in range(n):
+                self.tl[e] = sl[e]
+        if used > w or w == 0:
+            w = width_for(used)
+            if w > self.tcap:
+                nt = <u64*>realloc(self.lt, n * w * sizeof(u64))
+                if nt == NULL:
+                    raise MemoryError()
+                self.lt, self.tcap = nt, w
+        for e in range(n):
+            memcpy(self.lt + e * w, src + e * sw, self.tl[e] * sizeof(u64))
+        self.tw = w
+        return 0
 
     cdef void to_big(self):
-        """Switch the vectors to Python ints (exact: the int64 values are copied)."""
+        """Switch the vectors to Python ints (exact: the int64 or limb values are copied)."""
         cdef Py_ssize_t i
         if not self.big:
-            self.pv = [self.v[i] for i in range(self.k)]
-            self.ps = [self.s[i] for i in range(self.k)]
+            if self.vw:
+                self.pv = lb_list(self.lv, self.vw, self.vl, self.k)
+                self.ps = lb_list(self.ls, self.vw, self.vl + self.k, self.k)
+                self.vw = 0
+            else:
+                self.pv = [self.v[i] for i in range(self.k)]
+                self.ps = [self.s[i] for i in range(self.k)]
             self.big = True
 
     cdef list sum_list(self):
         cdef Py_ssize_t i
-        return list(self.ps) if self.big else [self.s[i] for i in range(self.k)]
+        if self.big:
+            return list(self.ps)
+        if self.vw:
+            return lb_list(self.ls, self.vw, self.vl + self.k, self.k)
+        return [self.s[i] for i in range(self.k)]
 
     cdef tuple tag_rows(self):
         """The pending tag's sparse rows (None: no tag)."""
         if not self.has_tag:
             return None
-        return self.ptag if self.tbig else dense_rows(self.t, self.k)
+        if self.tbig:
+            return self.ptag
+        if self.tw:
+            return lb_rows(self.lt, self.tw, self.tl, self.k)
+        return dense_rows(self.t, self.k)
 
     @property
     def vec(self):
         cdef Py_ssize_t i
-        return list(self.pv) if self.big else [self.v[i] for i in range(self.k)]
+        if self.big:
+            return list(self.pv)
+        if self.vw:
+            return lb_list(self.lv, self.vw, self.vl, self.k)
+        return [self.v[i] for i in range(self.k)]
+
+    @property
+    def limbs(self):
+        """The width in limbs of the vectors (0: int64 or Python ints)."""
+        return self.vw
+
+    @property
+    def tag_limbs(self):
+        """The width in limbs of the pending tag (0: none, int64 or Python ints)."""
+        return self.tw if self.has_tag and not self.tbig else 0
 
     @property
     def sum(self):
@@ -409,7 +616,7 @@ cdef object dot_node(Node node, bint own, object f):
     cdef long long* a
     cdef long long acc = 0, p, c
     cdef object total
-    if not node.big:
+    if not node.big and not node.vw:
         a = node.v if own else node.s
         for i in range(k):
             if a[i]:
@@ -429,7 +636,21 @@ cdef object dot_node(Node node, bint own, object f):
                 if c_obj:
                     total = total + a[i] * c_obj
         return total
+    if node.vw:
+        if own:
+            return py_dot(lb_list(node.lv, node.vw, node.vl, k), f)
+        return py_dot(lb_list(node.ls, node.vw, node.vl + k, k), f)
     return py_dot(node.pv if own else node.ps, f)
+
+
+cdef inline bint fits_u64s(const u64* x, Py_ssize_t w, const Py_ssize_t* lens,
+                           Py_ssize_t n) noexcept:
+    """Every entry of ``x`` (width ``w``, lengths ``lens`` at most 1) is below 2^63."""
+    cdef Py_ssize_t e
+    for e in range(n):
+        if lens[e] and x[e * w] >> 63:
+            return False
+    return True
 
 
 cdef inline bint below(Node node, object value, bint kf, double kd, long long seq) except -1:
@@ -465,6 +686,9 @@ cdef class VectorTree:
     cdef long long _work
     cdef long long* ga
     cdef long long* gb
+    cdef u64* scr
+    cdef Py_ssize_t* lens
+    cdef Py_ssize_t scap
     cdef PyObject** path
     cdef Py_ssize_t cap
     cdef Node sl
@@ -472,16 +696,75 @@ cdef class VectorTree:
 
     def __cinit__(self, Py_ssize_t k, list work, seed=0):
         self.ga = <long long*>malloc((k + 1) * sizeof(long long))
+        self.lens = <Py_ssize_t*>malloc((k * k + 1) * sizeof(Py_ssize_t))
         self.gb = <long long*>malloc((k + 1) * sizeof(long long))
         self.cap = 64
         self.path = <PyObject**>malloc(self.cap * sizeof(PyObject*))
-        if self.ga == NULL or self.gb == NULL or self.path == NULL:
+        if self.ga == NULL or self.gb == NULL or self.path == NULL or self.lens == NULL:
             raise MemoryError()
 
     def __dealloc__(self):
         free(self.ga)
         free(self.gb)
         free(self.path)
+        free(self.scr)
+        free(self.lens)
+
+    cdef u64* _scratch(self, Py_ssize_t n) except NULL:
+        """The tree's limb scratch, at least ``n`` limbs (grown, never shrunk: no allocation
+        per operation while the widths stay)."""
+        cdef u64* grown
+        if n > self.scap:
+            grown = <u64*>realloc(self.scr, 2 * n * sizeof(u64))
+            if grown == NULL:
+                raise MemoryError()
+            self.scr, self.scap = grown, 2 * n
+        return self.scr
+
+    cdef int _lmul(self, Node node, const u64* m, Py_ssize_t mw, const Py_ssize_t* ml,
+                   bint own) except -1:
+        """Node's vec (``own``) or sum (limbs) times the limb matrix ``m`` of width ``mw`` (its
+        entries' lengths ``ml``, or NULL: read)."""
+        cdef Py_ssize_t k = self.k, ow
+        cdef u64* out = self._scratch(k * (node.vw + mw + 1))
+        if lb_vec_mat(out, &ow, self.lens, node.lv if own else node.ls, node.vw,
+                      node.vl if own else node.vl + k, m, mw, ml, k):
+            raise OverflowError("limb product sized too small (a kleene bug)")
+        node.store_v(own, out, ow, self.lens)
+        return 0
+
+    cdef int _lcompose(self, Node node, const u64* m, Py_ssize_t mw, const Py_ssize_t* ml) except -1:
+        """Node's tag (limbs) = tag . ``m`` (width ``mw``, lengths ``ml`` or NULL)."""
+        cdef Py_ssize_t k = self.k, ow
+        cdef u64* out = self._scratch(k * k * (node.tw + mw + 1))
+        if lb_compose(out, &ow, self.lens, node.lt, node.tw, node.tl, m, mw, ml, k):
+            raise OverflowError("limb composition sized too small (a kleene bug)")
+        node.store_t(out, ow, self.lens)
+        return 0
+
+    cdef int _lsum(self, Node node, Node left, Node right) except -1:
+        """Node's sum (limbs) = vec + the children's sums (int64 ones read as width 1)."""
+        cdef Py_ssize_t k = self.k, lw = 0, rw = 0, ow
+        cdef const u64* l = NULL
+        cdef const u64* r = NULL
+        cdef const Py_ssize_t* ll = NULL
+        cdef const Py_ssize_t* rl = NULL
+        cdef u64* out
+        if left is not None:
+            if left.vw:
+                l, lw, ll = left.ls, left.vw, left.vl + k
+            else:
+                l, lw = <u64*>left.s, 1
+        if right is not None:
+            if right.vw:
+                r, rw, rl = right.ls, right.vw, right.vl + k
+            else:
+                r, rw = <u64*>right.s, 1
+        out = self._scratch(k * (max(node.vw, lw, rw) + 1))
+        if lb_sum(out, &ow, self.lens, node.lv, node.vw, node.vl, l, lw, ll, r, rw, rl, k):
+            raise OverflowError("limb sum sized too small (a kleene bug)")
+        node.store_v(False, out, ow, self.lens)
+        return 0
 
     def __init__(self, Py_ssize_t k, list work, seed=0):
         self.k = k
@@ -508,52 +791,88 @@ cdef class VectorTree:
         self.path[n] = <PyObject*>node
         return 0
 
-    cdef int _mul(self, Node node, long long* d, tuple rows, bint own) except -1:
-        """Node's vec (``own``) or sum times a matrix: ``d`` its int64 array (NULL: not in
-        int64), ``rows`` its sparse rows (None: built from ``d`` when needed); in int64 unless
-        that overflows."""
-        cdef Py_ssize_t k = self.k, i
+    cdef int _mul(self, Node node, long long* d, const u64* lm, Py_ssize_t lw,
+                  const Py_ssize_t* ml, tuple rows, bint own) except -1:
+        """Node's vec (``own``) or sum times a matrix: ``d`` its int64 array, else ``lm`` its limb
+        array of width ``lw`` and lengths ``ml`` (or NULL: read; both NULL: Python ints only), ``rows`` its sparse rows (None: built
+        when needed); in int64 unless that overflows, then in limbs (the node switches and stays
+        there), in Python ints when the node or the matrix is."""
+        cdef Py_ssize_t k = self.k
         cdef long long* a
         if not node.big:
             if d != NULL:
-                a = node.v if own else node.s
-                if kl_vec_mat(a, d, k):
-                    return 0
+                if not node.vw:
+                    a = node.v if own else node.s
+                    if kl_vec_mat(a, d, k):
+                        return 0
+                    node.to_limbs()
+                self._lmul(node, <u64*>d, 1, NULL, own)
+                return 0
+            if lm != NULL:
+                if not node.vw:
+                    node.to_limbs()
+                self._lmul(node, lm, lw, ml, own)
+                return 0
             node.to_big()
         if rows is None:
-            rows = dense_rows(d, k)
+            rows = dense_rows(d, k) if d != NULL else lb_rows(lm, lw, ml, k)
         if own:
             node.pv = py_vec_mat(node.pv, rows)
         else:
             node.ps = py_vec_mat(node.ps, rows)
         return 0
 
-    cdef int _apply(self, Node node, long long* d, tuple rows) except -1:
-        """Tag ``node`` with a matrix (``d`` / ``rows`` as in :meth:`_mul`): its sum now, the rest
-        when pushed; the tag is composed in place."""
+    cdef int _apply(self, Node node, long long* d, const u64* lm, Py_ssize_t lw,
+                    const Py_ssize_t* ml, tuple rows) except -1:
+        """Tag ``node`` with a matrix (``d`` / ``lm`` / ``rows`` as in :meth:`_mul`): its sum now,
+        the rest when pushed; the tag is composed in place (int64, else limbs, else Python)."""
         cdef Py_ssize_t k = self.k, i
-        self._mul(node, d, rows, False)
+        self._mul(node, d, lm, lw, ml, rows, False)
         if not node.has_tag:
             node.has_tag = True
+            node.tw = 0
             if d != NULL:
                 for i in range(k * k):
                     node.t[i] = d[i]
                 node.tbig = False
+            elif lm != NULL:
+                node.tbig = False
+                if ml == NULL:
+                    lb_trim(lm, lw, k * k, self.lens)
+                    ml = self.lens
+                if lb_max(ml, k * k) <= 1 and fits_u64s(lm, lw, ml, k * k):
+                    for i in range(k * k):
+                        node.t[i] = <long long>lm[i * lw] if ml[i] else 0
+                else:
+                    node.store_t(lm, lw, ml)
             else:
                 node.tbig = True
                 node.ptag = rows
             return 0
-        if not node.tbig and d != NULL:
-            if kl_compose(node.t, d, k):
+        if not node.tbig:
+            if not node.tw and d != NULL:
+                if kl_compose(node.t, d, k):
+                    return 0
+            if d != NULL or lm != NULL:
+                if not node.tw:
+                    node.store_t(<u64*>node.t, 1, NULL)
+                if d != NULL:
+                    self._lcompose(node, <u64*>d, 1, NULL)
+                else:
+                    self._lcompose(node, lm, lw, ml)
                 return 0
         if rows is None:
-            rows = dense_rows(d, k)
-        node.ptag = py_compose(node.ptag if node.tbig else dense_rows(node.t, k), rows)
+            rows = dense_rows(d, k) if d != NULL else lb_rows(lm, lw, ml, k)
+        node.ptag = py_compose(node.tag_rows(), rows)
         node.tbig = True
+        node.tw = 0
         return 0
 
     cdef int _push(self, Node node) except -1:
         cdef long long* d = NULL
+        cdef const u64* lm = NULL
+        cdef const Py_ssize_t* ml = NULL
+        cdef Py_ssize_t lw = 0
         cdef tuple rows = None
         cdef Node left, right
         if node.has_tag:
@@ -563,16 +882,22 @@ cdef class VectorTree:
             if node.tbig:
                 rows = node.ptag
             else:
-                d = node.t
+                if node.tw:
+                    lm = node.lt
+                    lw = node.tw
+                    ml = node.tl
+                else:
+                    d = node.t
                 if node.big or (left is not None and (left.big or left.tbig)) or (
                         right is not None and (right.big or right.tbig)):
-                    rows = dense_rows(d, self.k)
-            self._mul(node, d, rows, True)
+                    rows = node.tag_rows()
+            self._mul(node, d, lm, lw, ml, rows, True)
             if left is not None:
-                self._apply(left, d, rows)
+                self._apply(left, d, lm, lw, ml, rows)
             if right is not None:
-                self._apply(right, d, rows)
+                self._apply(right, d, lm, lw, ml, rows)
             node.has_tag = False
+            node.tw = 0
             if node.tbig:
                 node.tbig = False
                 node.ptag = None
@@ -584,8 +909,14 @@ cdef class VectorTree:
         cdef list total, other
         self._work += 1
         if not node.big and (left is None or not left.big) and (right is None or not right.big):
-            if kl_sum(node.s, node.v, NULL if left is None else left.s, NULL if right is None else right.s, k):
-                return 0
+            if not node.vw and (left is None or not left.vw) and (right is None or not right.vw):
+                if kl_sum(node.s, node.v, NULL if left is None else left.s,
+                          NULL if right is None else right.s, k):
+                    return 0
+            if not node.vw:
+                node.to_limbs()
+            self._lsum(node, left, right)
+            return 0
         node.to_big()
         total = node.pv
         if left is not None:
@@ -681,11 +1012,19 @@ cdef class VectorTree:
         cdef Node node = Node.__new__(Node)
         cdef Py_ssize_t i, k = self.k
         cdef bint small = True
+        cdef Py_ssize_t w = 0, n
         cdef double kd = 0.0
         for x in vec:
-            if not fits(x):
+            if not fits(x) or x < 0:
                 small = False
                 break
+        if not small:
+            for x in vec:
+                n = limbs_needed(x)
+                if n < 0:
+                    w = -1
+                    break
+                w = max(w, n)
         node.value, node.seq, node.prio = value, seq, self.random.random()
         node.kf = key_double(value, &kd)
         node.kd = kd
@@ -702,6 +1041,12 @@ cdef class VectorTree:
             for i in range(k):
                 node.v[i] = vec[i]
                 node.s[i] = node.v[i]
+        elif w > 0:
+            node.grow_v(w)
+            for i in range(k):
+                int_to_limbs(vec[i], node.lv + i * node.vw, node.vw)
+                int_to_limbs(vec[i], node.ls + i * node.vw, node.vw)
+                node.vl[i] = node.vl[k + i] = limbs_needed(vec[i])
         else:
             node.big = True
             node.pv, node.ps = list(vec), list(vec)
@@ -787,7 +1132,7 @@ cdef class VectorTree:
             found = dot_node(root, False, f) if f is not None else 0
             if m is not None:
                 mat = mat_of(<tuple>m, k)
-                self._apply(root, mat.d, mat.py)
+                self._apply(root, mat.d, mat.lm, mat.lw, NULL, mat.py)
             return found
         for mv in moves:
             if mv[0] is not None:
@@ -817,7 +1162,7 @@ cdef class VectorTree:
                     found += dot_node(part, False, f)
                 if m is not None:
                     mat = mat_of(<tuple>m, k)
-                    self._apply(part, mat.d, mat.py)
+                    self._apply(part, mat.d, mat.lm, mat.lw, NULL, mat.py)
             merged = self._merge(merged, part, 0)
         self.root = merged
         self._flush()
@@ -861,11 +1206,11 @@ cdef class VectorTree:
             cur[j] = g[j]
         while node is not None:
             self._work += 1
-            if node.big:
+            if node.big or node.vw:
                 return False
             left = node.left
             if node.has_tag:
-                if node.tbig:
+                if node.tbig or node.tw:
                     return False
                 if not kl_mat_col(node.t, cur, low, k):
                     return False
@@ -876,7 +1221,7 @@ cdef class VectorTree:
                 if not kl_dot(node.v, cur, k, found):
                     return False
                 if left is not None:
-                    if left.big or not kl_dot(left.s, cur, k, found):
+                    if left.big or left.vw or not kl_dot(left.s, cur, k, found):
                         return False
                 node = node.right
             else:
@@ -901,7 +1246,7 @@ cdef class VectorTree:
                 low = g
             else:
                 low = [0] * k
-                ok = not node.tbig
+                ok = not node.tbig and not node.tw
                 if ok:
                     for j in range(k):
                         if not fits(g[j]):

@@ -53,6 +53,10 @@ cdef extern from *:
                                    Py_ssize_t na, const kl_u64 *b, Py_ssize_t nb) {
         kl_u64 lost = 0;
         Py_ssize_t hi = *top;
+        if (na > nb) {  /* rows over the shorter operand: the carry chains along the longer one */
+            const kl_u64 *c = a; a = b; b = c;
+            Py_ssize_t n = na; na = nb; nb = n;
+        }
         for (Py_ssize_t i = 0; i < na; i++) {
             kl_u64 x = a[i], carry = 0;
             Py_ssize_t p;
@@ -206,6 +210,42 @@ cdef extern from *:
         lb_close(out, w, ol, k);
         return lost;
     }
+    /* out = sum_i a[i] * c[i] (a: k entries of width aw, lengths al; c: k entries of width cw,
+       lengths cl_given or NULL) into out of width *ow (room for max(al) + max(cl) + 2 limbs);
+       its length into *ol. */
+    static kl_u64 lb_dot(kl_u64 *out, Py_ssize_t *ow, Py_ssize_t *ol,
+                         const kl_u64 *a, Py_ssize_t aw, const Py_ssize_t *al,
+                         const kl_u64 *c, Py_ssize_t cw, const Py_ssize_t *cl_given, Py_ssize_t k) {
+        kl_u64 lost = 0;
+        LB_LENS(cl, c, cw, k)
+        Py_ssize_t w = lb_max(al, k) + lb_max(cl, k) + 2;
+        *ow = w;
+        *ol = 0;
+        for (Py_ssize_t e = 0; e < w; e++) out[e] = 0;
+        for (Py_ssize_t i = 0; i < k; i++)
+            if (al[i] && cl[i])
+                lost |= lb_addmul(out, w, ol, a + i * aw, al[i], c + i * cw, cl[i]);
+        lb_close(out, w, ol, 1);
+        return lost;
+    }
+    /* out[i] = sum_j t[i][j] * c[j] (t: k x k of width tw, lengths tl_given or NULL; c: k
+       entries of width cw, lengths cl) into out of the given width ow, lengths into ol. */
+    static kl_u64 lb_mat_col(kl_u64 *out, Py_ssize_t ow, Py_ssize_t *ol,
+                             const kl_u64 *t, Py_ssize_t tw, const Py_ssize_t *tl_given,
+                             const kl_u64 *c, Py_ssize_t cw, const Py_ssize_t *cl, Py_ssize_t k) {
+        kl_u64 lost = 0;
+        LB_LENS(tl, t, tw, k * k)
+        for (Py_ssize_t e = 0; e < k * ow; e++) out[e] = 0;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            ol[i] = 0;
+            for (Py_ssize_t j = 0; j < k; j++)
+                if (tl[i * k + j] && cl[j])
+                    lost |= lb_addmul(out + i * ow, ow, ol + i, t + (i * k + j) * tw, tl[i * k + j],
+                                      c + j * cw, cl[j]);
+        }
+        lb_close(out, ow, ol, k);
+        return lost;
+    }
     """
     ctypedef unsigned long long u64 "kl_u64"
     Py_ssize_t lb_used(const u64* x, Py_ssize_t w) noexcept nogil
@@ -222,3 +262,10 @@ cdef extern from *:
                const u64* r, Py_ssize_t rw, const Py_ssize_t* rl, Py_ssize_t k) noexcept nogil
     Py_ssize_t lb_trim(const u64* x, Py_ssize_t w, Py_ssize_t n, Py_ssize_t* used) noexcept nogil
     Py_ssize_t lb_max(const Py_ssize_t* length, Py_ssize_t n) noexcept nogil
+    u64 lb_dot(u64* out, Py_ssize_t* ow, Py_ssize_t* ol, const u64* a, Py_ssize_t aw,
+               const Py_ssize_t* al, const u64* c, Py_ssize_t cw, const Py_ssize_t* cl,
+               Py_ssize_t k) noexcept nogil
+    u64 lb_mat_col(u64* out, Py_ssize_t ow, Py_ssize_t* ol, const u64* t, Py_ssize_t tw,
+                   const Py_ssize_t* tl, const u64* c, Py_ssize_t cw, const Py_ssize_t* cl,
+                   Py_ssize_t k) noexcept nogil
+    u64 lb_add(u64* acc, Py_ssize_t aw, Py_ssize_t* top, const u64* a, Py_ssize_t na) noexcept nogil

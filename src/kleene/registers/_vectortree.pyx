@@ -39,7 +39,7 @@ from cpython.long cimport PyLong_CheckExact
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy
 from kleene.registers._limbs cimport (u64, lb_used, lb_vec_mat, lb_compose, lb_sum, lb_trim,
-                                      lb_max)
+                                      lb_max, lb_dot, lb_mat_col, lb_add)
 
 
 cdef extern from *:
@@ -443,27 +443,55 @@ cdef class Node:
     cdef long long* t
     cdef long long inline[INLINE]
     cdef Py_ssize_t k
+    # limbs: one block (``blk``) holding the lengths of the vector, sum and tag entries, then
+    # the vector and the sum (width ``vw``) and the tag (width ``tw``, room for ``tcap``)
+    cdef Py_ssize_t vw
+    cdef Py_ssize_t tw
+    cdef Py_ssize_t* vl
+    cdef Py_ssize_t* tl
+    cdef u64* lv
+    cdef u64* ls
+    cdef u64* lt
+    cdef u64* blk
+    cdef Py_ssize_t tcap
     cdef public object value
     cdef list pv
     cdef list ps
     cdef tuple ptag
-    cdef Py_ssize_t vw
-    cdef Py_ssize_t tw
-    cdef Py_ssize_t tcap
-    cdef u64* lv
-    cdef u64* ls
-    cdef u64* lt
-    cdef Py_ssize_t* vl
-    cdef Py_ssize_t* tl
 
     def __dealloc__(self):
         if self.v != NULL and self.v != self.inline:
             free(self.v)
-        free(self.lv)
-        free(self.ls)
-        free(self.lt)
-        free(self.vl)
-        free(self.tl)
+        free(self.blk)
+
+    cdef int relayout(self, Py_ssize_t vw, Py_ssize_t tcap, bint keep_tag) except -1:
+        """The limb block for vectors of width ``vw`` and a tag of ``tcap``: one allocation
+        (lengths, vector, sum and tag side by side: one pointer to chase per node); the lengths
+        and vectors are kept, the tag too when ``keep_tag``."""
+        cdef Py_ssize_t k = self.k, n = k * k, e
+        cdef u64* nb = <u64*>malloc((2 * k + n + 2 * k * vw + n * tcap) * sizeof(u64))
+        cdef Py_ssize_t* nvl = <Py_ssize_t*>nb
+        cdef u64* nlv = nb + 2 * k + n
+        cdef u64* nls = nlv + k * vw
+        cdef u64* nlt = nls + k * vw
+        if nb == NULL:
+            raise MemoryError()
+        if self.blk == NULL:
+            for e in range(2 * k + n):
+                nvl[e] = 0
+        else:
+            memcpy(nvl, self.vl, (2 * k + n) * sizeof(Py_ssize_t))
+            if self.vw:
+                for e in range(k):
+                    memcpy(nlv + e * vw, self.lv + e * self.vw, self.vl[e] * sizeof(u64))
+                    memcpy(nls + e * vw, self.ls + e * self.vw, self.vl[k + e] * sizeof(u64))
+            if keep_tag and self.has_tag and not self.tbig and self.tw:
+                memcpy(nlt, self.lt, n * self.tw * sizeof(u64))
+        free(self.blk)
+        self.blk, self.vl, self.tl = nb, nvl, nvl + 2 * k
+        self.lv, self.ls, self.lt = nlv, nls, nlt
+        self.vw, self.tcap = vw, tcap
+        return 0
 
     cdef int to_limbs(self) except -1:
         """Switch the int64 vectors to limbs of width 2 (exact: counts are non-negative)."""
@@ -479,28 +507,9 @@ cdef class Node:
     cdef int grow_v(self, Py_ssize_t used) except -1:
         """Vector and sum limbs at least ``used`` wide (values kept; ``vl``: each entry's length,
         the limbs above it are not read)."""
-        cdef Py_ssize_t w = width_for(used), k = self.k, e
-        cdef u64* nv
-        cdef u64* ns
-        if w <= self.vw:
-            return 0
-        if self.vl == NULL:
-            self.vl = <Py_ssize_t*>malloc(2 * k * sizeof(Py_ssize_t))
-            if self.vl == NULL:
-                raise MemoryError()
-        nv = <u64*>malloc(k * w * sizeof(u64))
-        ns = <u64*>malloc(k * w * sizeof(u64))
-        if nv == NULL or ns == NULL:
-            free(nv)
-            free(ns)
-            raise MemoryError()
-        if self.vw:
-            for e in range(k):
-                memcpy(nv + e * w, self.lv + e * self.vw, self.vl[e] * sizeof(u64))
-                memcpy(ns + e * w, self.ls + e * self.vw, self.vl[k + e] * sizeof(u64))
-        free(self.lv)
-        free(self.ls)
-        self.lv, self.ls, self.vw = nv, ns, w
+        cdef Py_ssize_t w = width_for(used)
+        if w > self.vw:
+            self.relayout(w, self.tcap, True)
         return 0
 
     cdef int store_v(self, bint own, const u64* src, Py_ssize_t sw, const Py_ssize_t* sl) except -1:
@@ -522,11 +531,8 @@ cdef class Node:
         """The tag = ``src`` (``k × k`` entries of width ``sw``, lengths ``sl`` or NULL: read)
         in limbs, growing (``tw``: 0 before, the tag was in int64 or none)."""
         cdef Py_ssize_t n = self.k * self.k, e, used, w = self.tw
-        cdef u64* nt
-        if self.tl == NULL:
-            self.tl = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
-            if self.tl == NULL:
-                raise MemoryError()
+        if self.blk == NULL:
+            self.relayout(0, 0, False)
         if sl == NULL:
             used = lb_trim(src, sw, n, self.tl)
         else:
@@ -536,10 +542,7 @@ cdef class Node:
         if used > w or w == 0:
             w = width_for(used)
             if w > self.tcap:
-                nt = <u64*>realloc(self.lt, n * w * sizeof(u64))
-                if nt == NULL:
-                    raise MemoryError()
-                self.lt, self.tcap = nt, w
+                self.relayout(self.vw, w, False)
         for e in range(n):
             memcpy(self.lt + e * w, src + e * sw, self.tl[e] * sizeof(u64))
         self.tw = w
@@ -637,9 +640,7 @@ cdef object dot_node(Node node, bint own, object f):
                     total = total + a[i] * c_obj
         return total
     if node.vw:
-        if own:
-            return py_dot(lb_list(node.lv, node.vw, node.vl, k), f)
-        return py_dot(lb_list(node.ls, node.vw, node.vl + k, k), f)
+        return dot_limbs(node, own, f)
     return py_dot(node.pv if own else node.ps, f)
 
 
@@ -651,6 +652,37 @@ cdef inline bint fits_u64s(const u64* x, Py_ssize_t w, const Py_ssize_t* lens,
         if lens[e] and x[e * w] >> 63:
             return False
     return True
+
+
+cdef object dot_limbs(Node node, bint own, object f):
+    """:func:`dot_node` of a node in limbs: in limbs (one Python int made, for the result) when
+    every entry of ``f`` is a non-negative int64, else through Python ints."""
+    cdef Py_ssize_t k = node.k, i, ow, ol
+    cdef u64 fc[16]
+    cdef u64 out[80]
+    cdef u64* buf = out
+    cdef const u64* a = node.lv if own else node.ls
+    cdef const Py_ssize_t* al = node.vl if own else node.vl + k
+    cdef object x
+    if k <= 16:
+        for i in range(k):
+            x = f[i]
+            if not fits(x) or x < 0:
+                break
+            fc[i] = <u64><long long>x
+        else:
+            if lb_max(al, k) + 3 > 80:
+                buf = <u64*>malloc((lb_max(al, k) + 3) * sizeof(u64))
+                if buf == NULL:
+                    raise MemoryError()
+            try:
+                if lb_dot(buf, &ow, &ol, a, node.vw, al, fc, 1, NULL, k):
+                    raise OverflowError("limb dot sized too small (a kleene bug)")
+                return lb_int(buf, ol)
+            finally:
+                if buf != out:
+                    free(buf)
+    return py_dot(lb_list(a, node.vw, al, k), f)
 
 
 cdef inline bint below(Node node, object value, bint kf, double kd, long long seq) except -1:
@@ -688,6 +720,7 @@ cdef class VectorTree:
     cdef long long* gb
     cdef u64* scr
     cdef Py_ssize_t* lens
+    cdef Py_ssize_t* plens
     cdef Py_ssize_t scap
     cdef PyObject** path
     cdef Py_ssize_t cap
@@ -697,10 +730,11 @@ cdef class VectorTree:
     def __cinit__(self, Py_ssize_t k, list work, seed=0):
         self.ga = <long long*>malloc((k + 1) * sizeof(long long))
         self.lens = <Py_ssize_t*>malloc((k * k + 1) * sizeof(Py_ssize_t))
+        self.plens = <Py_ssize_t*>malloc((5 * k + 1) * sizeof(Py_ssize_t))
         self.gb = <long long*>malloc((k + 1) * sizeof(long long))
         self.cap = 64
         self.path = <PyObject**>malloc(self.cap * sizeof(PyObject*))
-        if self.ga == NULL or self.gb == NULL or self.path == NULL or self.lens == NULL:
+        if self.ga == NULL or self.gb == NULL or self.path == NULL or self.lens == NULL or self.plens == NULL:
             raise MemoryError()
 
     def __dealloc__(self):
@@ -709,6 +743,7 @@ cdef class VectorTree:
         free(self.path)
         free(self.scr)
         free(self.lens)
+        free(self.plens)
 
     cdef u64* _scratch(self, Py_ssize_t n) except NULL:
         """The tree's limb scratch, at least ``n`` limbs (grown, never shrunk: no allocation
@@ -1191,7 +1226,127 @@ cdef class VectorTree:
         if self._prefix64(node, value, kf, kd, seq, g, &found64):
             return found64
         self._work = work0
+        found = self._prefix_lb(node, value, kf, kd, seq, g)
+        if found is not None:
+            return found
         return self._prefix_py(node, value, kf, kd, seq, g)
+
+    cdef object _prefix_lb(self, Node node, object value, bint kf, double kd, long long seq,
+                           list g):
+        """:meth:`_prefix` in limbs: ``g = gp - gn`` with both parts non-negative, each carried
+        down as a limb column through the tags and dotted with the vectors into its own limb
+        sum; the result is the difference of the two, made a Python int once.  None (nothing
+        done) when a node or tag on the path is in Python ints or ``g`` does not fit in int64.
+        A first walk down the path (no pushes, no ``work``) bounds every width."""
+        cdef Py_ssize_t k = self.k, j, cw = 1, vmax = 1, aw, ow, ol, a_w
+        cdef Node x = node, left
+        cdef long long gi
+        cdef u64* buf
+        cdef u64* cp
+        cdef u64* cn
+        cdef u64* lp
+        cdef u64* ln_
+        cdef u64* accp
+        cdef u64* accn
+        cdef u64* tmp
+        cdef u64* swap
+        cdef const u64* t
+        cdef const u64* a
+        cdef const Py_ssize_t* tl
+        cdef const Py_ssize_t* al
+        cdef Py_ssize_t* cpl = self.plens
+        cdef Py_ssize_t* cnl = cpl + k
+        cdef Py_ssize_t* lpl = cnl + k
+        cdef Py_ssize_t* lnl = lpl + k
+        cdef Py_ssize_t* vtl = lnl + k
+        cdef Py_ssize_t* pswap
+        cdef Py_ssize_t accpl = 0, accnl = 0, tw
+        cdef u64 lost = 0
+        for j in range(k):
+            if not fits(g[j]):
+                return None
+        while x is not None:
+            if x.big or (x.has_tag and x.tbig):
+                return None
+            if x.has_tag:
+                cw += (lb_max(x.tl, k * k) if x.tw else 1) + 1
+            vmax = max(vmax, x.vw)
+            left = x.left
+            if below(x, value, kf, kd, seq):
+                if left is not None:
+                    if left.big:
+                        return None
+                    vmax = max(vmax, left.vw)
+                x = x.right
+            else:
+                x = left
+        aw = vmax + cw + 4
+        buf = self._scratch(4 * k * cw + 3 * aw)
+        cp = buf
+        cn = buf + k * cw
+        lp = cn + k * cw
+        ln_ = lp + k * cw
+        accp = ln_ + k * cw
+        accn = accp + aw
+        tmp = accn + aw
+        for j in range(aw):
+            accp[j] = accn[j] = 0
+        for j in range(k):
+            gi = g[j]
+            cp[j * cw] = <u64>gi if gi > 0 else 0
+            cn[j * cw] = (<u64>(-(gi + 1)) + 1) if gi < 0 else 0
+            cpl[j] = gi > 0
+            cnl[j] = gi < 0
+        while node is not None:
+            self._work += 1
+            left = node.left
+            if node.has_tag:
+                if node.tw:
+                    t, tw, tl = node.lt, node.tw, node.tl
+                else:
+                    t, tw, tl = <u64*>node.t, 1, NULL
+                lost |= lb_mat_col(lp, cw, lpl, t, tw, tl, cp, cw, cpl, k)
+                lost |= lb_mat_col(ln_, cw, lnl, t, tw, tl, cn, cw, cnl, k)
+                swap = cp
+                cp = lp
+                lp = swap
+                swap = cn
+                cn = ln_
+                ln_ = swap
+                pswap = cpl
+                cpl = lpl
+                lpl = pswap
+                pswap = cnl
+                cnl = lnl
+                lnl = pswap
+            if below(node, value, kf, kd, seq):
+                x = node
+                for j in range(2 if left is not None else 1):
+                    if x.vw:
+                        a_w = x.vw
+                        if x is node:
+                            a, al = x.lv, x.vl
+                        else:
+                            a, al = x.ls, x.vl + k
+                    else:
+                        a_w = 1
+                        if x is node:
+                            a = <u64*>x.v
+                        else:
+                            a = <u64*>x.s
+                        lb_trim(a, 1, k, vtl)
+                        al = vtl
+                    lost |= lb_dot(tmp, &ow, &ol, a, a_w, al, cp, cw, cpl, k)
+                    lost |= lb_add(accp, aw, &accpl, tmp, ol)
+                    lost |= lb_dot(tmp, &ow, &ol, a, a_w, al, cn, cw, cnl, k)
+                    lost |= lb_add(accn, aw, &accnl, tmp, ol)
+                    x = left
+                node = node.right
+            else:
+                node = left
+        if lost:
+            raise OverflowError("limb path sum sized too small (a kleene bug)")
+        return lb_int(accp, lb_used(accp, accpl)) - lb_int(accn, lb_used(accn, accnl))
 
     cdef bint _prefix64(self, Node node, object value, bint kf, double kd, long long seq, list g,
                         long long* found) except -1:

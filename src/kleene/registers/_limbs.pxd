@@ -17,6 +17,13 @@ that tests/registers/test_vectortree_twin.py must catch).
 Size: ~120 lines, one job (the kernels, inline, in C, included by the tree's module).
 """
 
+from cpython.long cimport PyLong_CheckExact
+from libc.string cimport memcpy
+
+cdef extern from "Python.h":
+    object PyLong_FromUnsignedLongLong(unsigned long long)
+    object _PyLong_FromByteArray(const unsigned char*, size_t, int, int)
+
 cdef extern from *:
     """
     typedef unsigned long long kl_u64;
@@ -269,3 +276,54 @@ cdef extern from *:
                    const Py_ssize_t* tl, const u64* c, Py_ssize_t cw, const Py_ssize_t* cl,
                    Py_ssize_t k) noexcept nogil
     u64 lb_add(u64* acc, Py_ssize_t aw, Py_ssize_t* top, const u64* a, Py_ssize_t na) noexcept nogil
+
+
+# -- limbs <-> Python ints (the conversions at the edges: vectors read out, moves past int64 read in)
+
+cdef inline Py_ssize_t width_for(Py_ssize_t used) noexcept:
+    """The width a limb array grows to for ``used`` limbs: a power of two, at least 2."""
+    cdef Py_ssize_t w = 2
+    while w < used:
+        w *= 2
+    return w
+
+
+cdef inline object lb_int(const u64* x, Py_ssize_t n):
+    """The ``n`` limbs at ``x`` (its exact length) as a Python int."""
+    if n <= 1:
+        return PyLong_FromUnsignedLongLong(x[0] if n else 0)
+    return _PyLong_FromByteArray(<const unsigned char*>x, n * 8, 1, 0)
+
+
+cdef inline list lb_list(const u64* x, Py_ssize_t w, const Py_ssize_t* lens, Py_ssize_t n):
+    cdef Py_ssize_t e
+    return [lb_int(x + e * w, lens[e]) for e in range(n)]
+
+
+cdef inline tuple lb_rows(const u64* m, Py_ssize_t w, const Py_ssize_t* lens, Py_ssize_t k):
+    """The sparse rows of the limb ``k × k`` matrix ``m`` (``lens``: its entries' lengths, or
+    NULL: read from the limbs)."""
+    cdef Py_ssize_t i, j, n
+    cdef list rows = [], row
+    for i in range(k):
+        row = []
+        for j in range(k):
+            n = lens[i * k + j] if lens != NULL else lb_used(m + (i * k + j) * w, w)
+            if n:
+                row.append((j, lb_int(m + (i * k + j) * w, n)))
+        rows.append(tuple(row))
+    return tuple(rows)
+
+
+cdef inline Py_ssize_t limbs_needed(object x) except -2:
+    """Limbs the Python int ``x`` needs, or -1 when it is not a non-negative ``int``."""
+    if not PyLong_CheckExact(x) or x < 0:
+        return -1
+    return (x.bit_length() + 63) // 64
+
+
+cdef inline int int_to_limbs(object x, u64* dst, Py_ssize_t w) except -1:
+    """``dst`` (width ``w``) = the non-negative int ``x`` (which fits)."""
+    cdef bytes b = x.to_bytes(w * 8, "little")
+    memcpy(dst, <const char*>b, w * 8)
+    return 0

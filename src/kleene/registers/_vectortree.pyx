@@ -8,15 +8,23 @@ interpreter's dispatch.  The pure-Python class stays the readable reference and 
 when this module was not built or ``KLEENE_PURE_PYTHON`` is set; tests/registers/test_aggregate.py
 and tests/registers/test_vectortree_twin.py compare the two.
 
-**int64 fast path.**  A node's vector, sum and pending tag are C int64 arrays (``k``, ``k`` and
-``k × k``, one block the node owns) while every entry fits; a move (:class:`Mat`, shared and
-read only) is a dense int64 ``k × k`` array while every entry fits.  Every product and sum is
-checked (``__builtin_mul_overflow`` / ``__builtin_add_overflow``, in C kernels with ``k`` unrolled
-for 2, 3 and 4) into locals before anything is written; on overflow that node's vectors (or its tag) switch, exactly, to Python
-ints (lists and sparse rows as in the reference) and stay there (a tag until it is pushed).  So
-each primitive (apply, push, pull) either completes in int64 or is redone in Python ints: never
-a wrapped count.  A path sum (:meth:`VectorTree._prefix`) changes nothing but ``work``: it runs
-in int64 and, on any overflow or Python-int node, is redone from the start in Python ints.
+**int64 fast path, then limbs.**  A node's vector, sum and pending tag are C int64 arrays
+(``k``, ``k`` and ``k × k``, one block the node owns) while every entry fits; a move
+(:class:`Mat`, shared and read only) is a dense int64 ``k × k`` array while every entry fits.
+Every product and sum is checked (``__builtin_mul_overflow`` / ``__builtin_add_overflow``, in C
+kernels with ``k`` unrolled for 2, 3 and 4) into locals before anything is written; on overflow
+that node's vectors (or its tag) switch, exactly, to unsigned multi-limb numbers
+(:mod:`kleene.registers._limbs`: uint64 limbs in one C block the node owns, each entry's length
+kept beside it, a width that doubles, 2, 4, 8 ... limbs, when a result needs more) and stay
+there (a tag until it is pushed).  So each primitive (apply, push, pull) either completes in
+int64 or is redone in limbs, and a limb result is computed into the tree's scratch at a width
+where it always fits, then stored, the node growing first if needed: never a wrapped count.
+Counts are never negative, so int64 arrays hold non-negative values only (a negative inserted
+count or move entry, which kleene never hands the tree, goes to Python ints, the reference's
+lists and sparse rows, as does a node whose neighbour is there).  A path sum
+(:meth:`VectorTree._prefix`) changes nothing but ``work``: it runs in int64, else in limbs
+(its signed column ``g`` split into two non-negative ones, each carried down and summed on its
+own, the result their difference), else, with a Python-int node on the path, in Python ints.
 
 **Cost per node.**  No allocation per node touched: a tag is composed in place in the node's own
 buffer (``has_tag`` says whether one is pending), split, merge, insert and delete walk down
@@ -27,9 +35,10 @@ comparison is Python's exactly, NaN included), else with Python's ``<`` and ``==
 larger ints, other types).  A node's block sits inside the node object when ``k <= 3``.
 tests/registers/replay_tree.py measures this tree alone against another build.
 
-Size: ~900 lines, one job (the compiled tree); the two arithmetics (int64 and Python ints) of
-each primitive sit side by side so that the switch between them can be read in one place, and the
-C kernels (~100 lines) are written out beside them.
+Size: ~1,360 lines, one job (the compiled tree); the three arithmetics (int64, limbs and Python
+ints) of each primitive sit side by side so that the switches between them can be read in one
+place; the int64 C kernels (~100 lines) are written out beside them, the limb kernels and
+conversions are in ``_limbs.pxd``.
 """
 
 from random import Random
@@ -39,7 +48,8 @@ from cpython.long cimport PyLong_CheckExact
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy
 from kleene.registers._limbs cimport (u64, lb_used, lb_vec_mat, lb_compose, lb_sum, lb_trim,
-                                      lb_max, lb_dot, lb_mat_col, lb_add)
+                                      lb_max, lb_dot, lb_mat_col, lb_add, width_for, lb_int,
+                                      lb_list, lb_rows, limbs_needed, int_to_limbs)
 
 
 cdef extern from *:
@@ -48,8 +58,6 @@ cdef extern from *:
 
 cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
-    object PyLong_FromUnsignedLongLong(unsigned long long)
-    object _PyLong_FromByteArray(const unsigned char*, size_t, int, int)
 
 cdef object LO = -(1 << 63)
 cdef object HI = (1 << 63) - 1
@@ -79,57 +87,6 @@ cdef inline bint key_double(object x, double* out) except -1:
             out[0] = <double>n
             return True
     return False
-
-
-# -- limbs <-> Python ints ---------------------------------------------------------------------
-
-cdef inline Py_ssize_t width_for(Py_ssize_t used):
-    """The width a limb array grows to for ``used`` limbs: a power of two, at least 2."""
-    cdef Py_ssize_t w = 2
-    while w < used:
-        w *= 2
-    return w
-
-
-cdef object lb_int(const u64* x, Py_ssize_t n):
-    """The ``n`` limbs at ``x`` (its exact length) as a Python int."""
-    if n <= 1:
-        return PyLong_FromUnsignedLongLong(x[0] if n else 0)
-    return _PyLong_FromByteArray(<const unsigned char*>x, n * 8, 1, 0)
-
-
-cdef list lb_list(const u64* x, Py_ssize_t w, const Py_ssize_t* lens, Py_ssize_t n):
-    cdef Py_ssize_t e
-    return [lb_int(x + e * w, lens[e]) for e in range(n)]
-
-
-cdef tuple lb_rows(const u64* m, Py_ssize_t w, const Py_ssize_t* lens, Py_ssize_t k):
-    """The sparse rows of the limb ``k × k`` matrix ``m`` (``lens``: its entries' lengths, or
-    NULL: read from the limbs)."""
-    cdef Py_ssize_t i, j, n
-    cdef list rows = [], row
-    for i in range(k):
-        row = []
-        for j in range(k):
-            n = lens[i * k + j] if lens != NULL else lb_used(m + (i * k + j) * w, w)
-            if n:
-                row.append((j, lb_int(m + (i * k + j) * w, n)))
-        rows.append(tuple(row))
-    return tuple(rows)
-
-
-cdef Py_ssize_t limbs_needed(object x) except -2:
-    """Limbs the Python int ``x`` needs, or -1 when it is not a non-negative ``int``."""
-    if not PyLong_CheckExact(x) or x < 0:
-        return -1
-    return (x.bit_length() + 63) // 64
-
-
-cdef int int_to_limbs(object x, u64* dst, Py_ssize_t w) except -1:
-    """``dst`` (width ``w``) = the non-negative int ``x`` (which fits)."""
-    cdef bytes b = x.to_bytes(w * 8, "little")
-    memcpy(dst, <const char*>b, w * 8)
-    return 0
 
 
 # -- Python-int arithmetic (the reference's, on sparse rows) --------------------------------------

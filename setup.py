@@ -22,4 +22,6 @@ EXTENSIONS = [
               optional=True),
 ]
 
-setup(ext_modules=cythonize(EXTENSIONS, language_level=3, quiet=True))
+# include_path: the tree cimports kleene.registers._limbs (a .pxd of inline C kernels), found
+# under src/ also in pip's isolated build, where kleene itself is not importable.
+setup(ext_modules=cythonize(EXTENSIONS, language_level=3, quiet=True, include_path=["src"]))

@@ -298,11 +298,12 @@ def _roots(engine: MergedEngine) -> list[Any]:
 
 
 @pytest.mark.skipif(_twin is None, reason="the compiled twins are not built here")
-def test_compiled_tree_switches_from_int64_to_python_ints_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compiled_tree_switches_from_int64_to_limbs_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     """The twin keeps vectors, sums and tags in int64 while they fit and switches a node (or a
-    tag) to Python ints on overflow: a ``B+`` of 70 events counts 2^70 - 1 exactly (not a
+    tag) to uint64 limbs on overflow: a ``B+`` of 70 events counts 2^70 - 1 exactly (not a
     wrapped int64), and on a random k3-like stream whose count passes 2^63 the twin equals the
-    pure-Python tree in count and nodes touched; below 2^63 no node leaves int64."""
+    pure-Python tree in count and nodes touched; below 2^63 no node leaves int64, and no node
+    goes to Python ints (counts are never negative)."""
     query = "SELECT * FROM S WHERE A as a; B+ as b; C as c FILTER c[v > a.v] WITHIN {w} EVENTS"
     schema = pa.schema([("type", pa.string()), ("v", pa.float64())])
     exact = pa.Table.from_pylist([{"type": "A", "v": 1.0}] + [{"type": "B", "v": 0.0}] * 70
@@ -318,8 +319,9 @@ def test_compiled_tree_switches_from_int64_to_python_ints_exactly(monkeypatch: p
             assert engine.counter is not None and engine.counter.tree is tree
             got[tree] = (n, engine.counter.work[0])
             if tree is not VectorTree:
-                big = [root.big for root in _roots(engine)]
-                assert big and all(big) == (n >= 1 << 63), (w, n, big)
+                wide = [root.limbs for root in _roots(engine)]
+                assert wide and all(wide) == (n >= 1 << 63), (w, n, wide)
+                assert not any(root.big for root in _roots(engine))
         assert got[VectorTree] == got[_twin.VectorTree], w  # type: ignore[union-attr]
         n = got[VectorTree][0]
         if expected is not None:

@@ -53,11 +53,24 @@ def twin_nodes(node: Any) -> Any:
 
 
 def twin_flags(node: Any) -> set[str]:
-    """Which arithmetics the compiled tree's nodes are in: ``int64``, ``big`` vectors, ``big tag``."""
+    """Which arithmetics the compiled tree's nodes are in: ``int64``, ``limbs N`` (vectors of N
+    uint64 limbs), ``big`` (Python ints); tags: ``limbs tag N``, ``big tag``."""
     if node is None:
         return set()
-    here = {"big" if node.big else "int64"} | ({"big tag"} if node.tag_big else set())
+    here = {"big" if node.big else f"limbs {node.limbs}" if node.limbs else "int64"}
+    if node.tag_big:
+        here.add("big tag")
+    elif node.tag_limbs:
+        here.add(f"limbs tag {node.tag_limbs}")
     return here | twin_flags(node.left) | twin_flags(node.right)
+
+
+def widest(node: Any) -> int:
+    """The longest count (in bits) held by any vector or sum of the compiled tree."""
+    if node is None:
+        return 0
+    here = max(abs(x).bit_length() for x in node.vec + node.sum)
+    return max(here, widest(node.left), widest(node.right))
 
 
 def same_keys(a: Any, b: Any) -> bool:
@@ -78,9 +91,12 @@ def numeric_keys(rng: random.Random) -> list[Any]:
     return keys
 
 
-def drive(keys: list[Any], k: int, ops: int, seed: int, huge: bool) -> tuple[int, int, set[str]]:
+def drive(keys: list[Any], k: int, ops: int, seed: int, huge: bool, entries: tuple[int, ...] = (),
+          counts: tuple[int, ...] = (), bits: list[int] | None = None) -> tuple[int, int, set[str]]:
     """Random operations on both trees, compared after each; returns the steps that counted
-    something, the steps that went through the path sums, and the twin's arithmetics seen."""
+    something, the steps that went through the path sums, and the twin's arithmetics seen.
+    ``entries`` and ``counts`` are extra move entries and inserted counts; ``bits`` collects the
+    longest count after each operation."""
     rng = random.Random(seed)
     work_ref, work_twin = [0], [0]
     ref = VectorTree(k, work_ref, seed=seed)
@@ -91,7 +107,7 @@ def drive(keys: list[Any], k: int, ops: int, seed: int, huge: bool) -> tuple[int
     for _ in range(6):
         rows = []
         for _i in range(k):
-            row = [(j, rng.choice([1, 1, 2, 3] + ([1 << 40, (1 << 63) + 3] if huge else [])))
+            row = [(j, rng.choice([1, 1, 2, 3] + ([1 << 40, (1 << 63) + 3] if huge else []) + list(entries)))
                    for j in range(k) if rng.random() < 0.5]
             rows.append(tuple(row))
         moves_pool.append(tuple(rows))
@@ -105,7 +121,8 @@ def drive(keys: list[Any], k: int, ops: int, seed: int, huge: bool) -> tuple[int
         if r < 0.35 or not alive:
             seq += 1
             value = rng.choice(keys)
-            vec = [rng.choice([0, 1, 5] + ([(1 << 62) + 1, 1 << 70] if huge else [])) for _ in range(k)]
+            vec = [rng.choice([0, 1, 5] + ([(1 << 62) + 1, 1 << 70] if huge else []) + list(counts))
+                   for _ in range(k)]
             ref.insert(value, seq, list(vec))
             twin.insert(value, seq, list(vec))
             alive.append((value, seq))
@@ -130,6 +147,8 @@ def drive(keys: list[Any], k: int, ops: int, seed: int, huge: bool) -> tuple[int
         assert ref.total() == twin.total()
         assert same_keys(ref_nodes(ref.root), twin_nodes(twin.root))
         flags |= twin_flags(twin.root)
+        if bits is not None:
+            bits.append(widest(twin.root))
     return counted, paths, flags
 
 
@@ -147,10 +166,40 @@ def test_string_keys_compare_with_python() -> None:
 
 
 def test_counts_and_moves_past_int64_switch_exactly() -> None:
-    """Vectors, tags and moves past 2^63 (Python ints) beside int64 ones, mixed keys."""
+    """Vectors, tags and moves past 2^63 (uint64 limbs) beside int64 ones, mixed keys."""
     rng = random.Random(2)
     counted, paths, flags = drive(numeric_keys(rng), 3, 1500, seed=23, huge=True)
-    assert counted > 50 and paths > 20 and flags == {"int64", "big", "big tag"}, (counted, paths, flags)
+    assert counted > 50 and paths > 20, (counted, paths, flags)
+    assert "int64" in flags and {"limbs 2", "limbs tag 2"} <= flags and "big" not in flags, flags
+
+
+@pytest.mark.parametrize(("seed", "k"), [(31, 2), (37, 3)])
+def test_limb_widths_grow_across_two_to_the_64_128_256_1024(seed: int, k: int) -> None:
+    """Counts that cross 2^64, 2^128, 2^256 and 2^1024: moves with entries at the edges of a
+    limb (2^63 - 1 in int64; 2^64 - 1, 2^64 + 1 and 2^200 in limbs) and inserted counts at
+    2^64 - 1, 2^128 - 1, 2^255 and 2^1023, so every carry out of a limb and every doubling of
+    the width (2, 4, 8, 16, 32 limbs) happens while the twin is compared node by node."""
+    top = (1 << 64) - 1
+    bits: list[int] = []
+    counted, paths, flags = drive(numeric_keys(random.Random(seed)), k, 700, seed=seed, huge=True,
+                                  entries=((1 << 63) - 1, top, top + 2, 1 << 200),
+                                  counts=(top, (1 << 128) - 1, 1 << 255, 1 << 1023), bits=bits)
+    assert counted > 50 and paths > 10, (counted, paths)
+    widths = {int(f.split()[-1]) for f in flags if f.startswith("limbs")}
+    assert {2, 4, 8, 16, 32} <= widths, flags
+    assert {"limbs tag 2", "limbs tag 4"} <= flags, flags
+    for edge in (64, 128, 256, 1024):
+        assert any(b > edge for b in bits), (edge, max(bits))
+
+
+def test_negative_entries_fall_back_to_python_ints() -> None:
+    """Counts are never negative in kleene, but the tree does not assume it: a negative inserted
+    count or move entry is kept in Python ints (limbs are unsigned), exactly as the reference."""
+    rng = random.Random(4)
+    counted, paths, flags = drive(numeric_keys(rng), 3, 1200, seed=41, huge=True, entries=(-2,),
+                                  counts=(-7,))
+    assert counted > 50 and paths > 20, (counted, paths)
+    assert {"int64", "big", "big tag"} <= flags, flags
 
 
 def test_key_order_needs_more_than_doubles() -> None:

@@ -15,8 +15,8 @@ BENCH_ARGS ?=
 
 .PHONY: demo test lint venv clean bench venv-core bench-core bench-startup bench-e2e flights pictures
 
-# setup.py compiles the Cython twins of the hot loops (src/kleene/*/*.pyx) in place.
-$(STAMP): pyproject.toml setup.py $(wildcard src/kleene/*/*.pyx)
+# setup.py compiles the Cython twins of the hot loops (src/kleene/*/*.pyx, with their .pxd) in place.
+$(STAMP): pyproject.toml setup.py $(wildcard src/kleene/*/*.pyx) $(wildcard src/kleene/*/*.pxd)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,spark]'

@@ -17,11 +17,12 @@ EXTENSIONS = [
     Extension("kleene.runtime._nxt", ["src/kleene/runtime/_nxt.pyx"], optional=True),
     Extension("kleene.io._jsonl", ["src/kleene/io/_jsonl.pyx"], optional=True),
     Extension("kleene.registers._vectortree", ["src/kleene/registers/_vectortree.pyx"],
-              depends=["src/kleene/registers/_limbs.pxd"], optional=True),
+              depends=["src/kleene/registers/_limbs.pxd", "src/kleene/registers/_int64.pxd"],
+              optional=True),
     Extension("kleene.runtime._mr_scan", ["src/kleene/runtime/_mr_scan.pyx"], language="c++",
               optional=True),
 ]
 
-# include_path: the tree cimports kleene.registers._limbs (a .pxd of inline C kernels), found
-# under src/ also in pip's isolated build, where kleene itself is not importable.
+# include_path: the tree cimports kleene.registers._limbs and _int64 (.pxd files of inline C
+# kernels), found under src/ also in pip's isolated build, where kleene itself is not importable.
 setup(ext_modules=cythonize(EXTENSIONS, language_level=3, quiet=True, include_path=["src"]))

@@ -14,7 +14,8 @@ top of an operand are skipped (a width is a capacity, the value may be shorter).
 ``-DKL_LIMBS_CARRY_BUG`` drops the carry out of each row of a product (a deliberately wrong build
 that tests/registers/test_vectortree_twin.py must catch).
 
-Size: ~120 lines, one job (the kernels, inline, in C, included by the tree's module).
+Size: ~330 lines, one job (the limb kernels and their conversions to and from Python ints,
+inline, in C, cimported by the tree's module).
 """
 
 from cpython.long cimport PyLong_CheckExact

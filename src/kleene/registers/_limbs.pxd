@@ -5,16 +5,17 @@ A number is ``w`` little-endian uint64 limbs; an array of ``n`` numbers of width
 ``n * w`` limbs, entry ``e`` at ``e * w``.  An int64 array of non-negative counts is read as an
 array of width 1 (the same bits).  Each kernel writes into an output of width ``ow`` that the
 caller sizes so that the result always fits (products: ``wa + wb + 1``, sums of three: ``max +
-1``): the count of limbs a result really uses is then read back with :c:func:`lb_used_n` and the
-node's storage grows to it.  Every kernel still returns the carry it could not place (nonzero:
-the caller sized it wrong), which the caller turns into an error: never a wrapped count.
+1``) and the length of each entry of the result (the limbs it really uses) into an array
+beside it; the node's storage grows to the longest.  Every kernel still returns the carry it
+could not place (nonzero: the caller sized it wrong), which the caller turns into an error:
+never a wrapped count.
 
 Products are schoolbook, a limb times a limb in ``unsigned __int128``; zero limbs and the unused
 top of an operand are skipped (a width is a capacity, the value may be shorter).  Compiling with
 ``-DKL_LIMBS_CARRY_BUG`` drops the carry out of each row of a product (a deliberately wrong build
 that tests/registers/test_vectortree_twin.py must catch).
 
-Size: ~330 lines, one job (the limb kernels and their conversions to and from Python ints,
+Size: ~310 lines, one job (the limb kernels and their conversions to and from Python ints,
 inline, in C, cimported by the tree's module).
 """
 
@@ -34,26 +35,6 @@ cdef extern from *:
     static inline Py_ssize_t lb_used(const kl_u64 *x, Py_ssize_t w) {
         while (w > 0 && x[w - 1] == 0) w--;
         return w;
-    }
-    /* The most limbs any of n entries of width w uses. */
-    static inline Py_ssize_t lb_used_n(const kl_u64 *x, Py_ssize_t w, Py_ssize_t n) {
-        Py_ssize_t best = 0;
-        for (Py_ssize_t e = 0; e < n; e++) {
-            Py_ssize_t u = lb_used(x + e * w, w);
-            if (u > best) best = u;
-        }
-        return best;
-    }
-    /* dst (n entries of width dw) = src (n entries of width sw), zero-extended; the limbs of src
-       past dw must be zero (the caller checked lb_used_n). */
-    static inline void lb_copy(kl_u64 *dst, Py_ssize_t dw, const kl_u64 *src, Py_ssize_t sw,
-                               Py_ssize_t n) {
-        Py_ssize_t m = sw < dw ? sw : dw;
-        for (Py_ssize_t e = 0; e < n; e++) {
-            Py_ssize_t i = 0;
-            for (; i < m; i++) dst[e * dw + i] = src[e * sw + i];
-            for (; i < dw; i++) dst[e * dw + i] = 0;
-        }
     }
     /* acc (width aw) += a (na limbs) * b (nb limbs); returns the carry that did not fit; *top
        becomes at least one past the highest limb written. */
@@ -257,8 +238,6 @@ cdef extern from *:
     """
     ctypedef unsigned long long u64 "kl_u64"
     Py_ssize_t lb_used(const u64* x, Py_ssize_t w) noexcept nogil
-    Py_ssize_t lb_used_n(const u64* x, Py_ssize_t w, Py_ssize_t n) noexcept nogil
-    void lb_copy(u64* dst, Py_ssize_t dw, const u64* src, Py_ssize_t sw, Py_ssize_t n) noexcept nogil
     u64 lb_vec_mat(u64* out, Py_ssize_t* ow, Py_ssize_t* ol, const u64* v, Py_ssize_t vw,
                    const Py_ssize_t* vl, const u64* m, Py_ssize_t mw, const Py_ssize_t* ml,
                    Py_ssize_t k) noexcept nogil
